@@ -1,0 +1,278 @@
+//===--- tpr/graph.h - the SSA graph every computation goes through -------===//
+//
+// One small SSA graph is filled three ways (strict eager: one ATen op per
+// graph; fused eager: many; torch.compile: a whole FX graph), hashed to key
+// the executable caches, and emitted as StableHLO text for the plugin.
+//
+// Values are small integers (tpr_value_t) naming node results inside one
+// graph. Builders check their operands and compute the result type; on a
+// bad operand they record a sticky error in the graph and return
+// TPR_VALUE_NONE, and every later builder given TPR_VALUE_NONE also returns
+// it. Rule code is therefore written straight-line and checks
+// tpr_graph_status() once at the end.
+//
+// Builders never broadcast or promote implicitly: binary operands have equal
+// types (callers insert tpr_broadcast_in_dim / tpr_convert). This keeps the
+// IR a direct image of StableHLO.
+//
+//   tpr_graph_t* g;  tpr_graph_create(&g);
+//   tpr_type_t t = tpr_type_make(TPR_DTYPE_F32, 2, (int64_t[]){64, 64});
+//   tpr_value_t x = tpr_parameter(g, t);
+//   tpr_value_t y = tpr_unary(g, TPR_UNARY_EXP, x);
+//   tpr_graph_add_result(g, y);
+//   char* text; size_t len;
+//   TPR_RETURN_IF_ERROR(tpr_graph_emit_stablehlo(g, &text, &len));
+//
+//===----------------------------------------------------------------------===//
+#ifndef TPR_GRAPH_H_
+#define TPR_GRAPH_H_
+
+#include "tpr/base.h"
+#include "tpr/runtime.h"  // TPR_MAX_RANK
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tpr_type {
+  tpr_dtype_t dtype;
+  int32_t rank;
+  int64_t dims[TPR_MAX_RANK];
+} tpr_type_t;
+
+// Builds a type; |dims| may be NULL when rank is 0.
+tpr_type_t tpr_type_make(tpr_dtype_t dtype, int rank, const int64_t* dims);
+tpr_type_t tpr_type_scalar(tpr_dtype_t dtype);
+int64_t tpr_type_numel(const tpr_type_t* type);
+bool tpr_type_equal(const tpr_type_t* a, const tpr_type_t* b);
+// "f32[2,3]" into |buf|; returns buf.
+char* tpr_type_format(const tpr_type_t* type, char* buf, size_t cap);
+
+typedef int32_t tpr_value_t;
+#define TPR_VALUE_NONE ((tpr_value_t)-1)
+
+typedef struct tpr_graph tpr_graph_t;
+
+tpr_status_t tpr_graph_create(tpr_graph_t** out_graph) TPR_MUST_USE_RESULT;
+void tpr_graph_free(tpr_graph_t* graph);
+// Empties the graph but keeps its memory, for reuse on the hot path.
+void tpr_graph_reset(tpr_graph_t* graph);
+
+// The first error recorded by a builder, or OK. The returned status is a
+// fresh copy owned by the caller.
+tpr_status_t tpr_graph_status(const tpr_graph_t* graph) TPR_MUST_USE_RESULT;
+bool tpr_graph_ok(const tpr_graph_t* graph);
+// Records an error (first one wins) and returns TPR_VALUE_NONE.
+tpr_value_t tpr_graph_fail(tpr_graph_t* graph, tpr_status_code_t code,
+                           const char* fmt, ...) TPR_PRINTF_LIKE(3, 4);
+
+const tpr_type_t* tpr_value_type(const tpr_graph_t* graph, tpr_value_t v);
+
+//===--- parameters and results -------------------------------------------===//
+
+// Adds the next entry-function argument (%argN, N = number of parameters
+// added before).
+tpr_value_t tpr_parameter(tpr_graph_t* graph, tpr_type_t type);
+int tpr_graph_num_parameters(const tpr_graph_t* graph);
+// Appends |v| to the results of @main; returns the result index.
+int tpr_graph_add_result(tpr_graph_t* graph, tpr_value_t v);
+int tpr_graph_num_results(const tpr_graph_t* graph);
+tpr_value_t tpr_graph_result(const tpr_graph_t* graph, int index);
+// Declares that parameter |param_index| may be donated to result
+// |result_index| (emitted as tf.aliasing_output); types must match.
+void tpr_graph_alias(tpr_graph_t* graph, int param_index, int result_index);
+// The parameter aliased to result |result_index|, or -1.
+int tpr_graph_result_alias(const tpr_graph_t* graph, int result_index);
+
+//===--- hashing and emission --------------------------------------------===//
+
+// A 128-bit structural hash (ops, types, attributes, constants, results,
+// aliases) for cache keys. Equal graphs hash equal regardless of the order
+// of unrelated builder calls is NOT promised; equal call sequences are.
+void tpr_graph_hash(const tpr_graph_t* graph, uint64_t out[2]);
+
+// Writes the graph as a StableHLO module in MLIR generic form with a
+// `func.func public @main`. *out_text is tpr_malloc'd and NUL-terminated.
+tpr_status_t tpr_graph_emit_stablehlo(const tpr_graph_t* graph,
+                                      char** out_text, size_t* out_size)
+    TPR_MUST_USE_RESULT;
+
+//===--- constants and shapes --------------------------------------------===//
+
+// Rank-0 constants of |dtype| (converted from the given C value; for bool,
+// nonzero is true).
+tpr_value_t tpr_constant_f64(tpr_graph_t* graph, tpr_dtype_t dtype, double v);
+tpr_value_t tpr_constant_i64(tpr_graph_t* graph, tpr_dtype_t dtype, int64_t v);
+// A dense constant of |type| from row-major host bytes (copied).
+tpr_value_t tpr_constant_dense(tpr_graph_t* graph, tpr_type_t type,
+                               const void* data);
+// The smallest / largest finite-or-infinite value of dtype (-inf/+inf for
+// floats, min/max for integers, false/true for bool): reduction inits.
+tpr_value_t tpr_constant_lowest(tpr_graph_t* graph, tpr_dtype_t dtype);
+tpr_value_t tpr_constant_highest(tpr_graph_t* graph, tpr_dtype_t dtype);
+
+tpr_value_t tpr_iota(tpr_graph_t* graph, tpr_type_t type, int64_t dimension);
+tpr_value_t tpr_convert(tpr_graph_t* graph, tpr_value_t v, tpr_dtype_t dtype);
+// Reinterprets bits; dtypes must have equal sizes.
+tpr_value_t tpr_bitcast_convert(tpr_graph_t* graph, tpr_value_t v,
+                                tpr_dtype_t dtype);
+// stablehlo.broadcast_in_dim: operand dim i maps to result dim
+// |broadcast_dims|[i]; operand dims are 1 or equal to the result dim.
+tpr_value_t tpr_broadcast_in_dim(tpr_graph_t* graph, tpr_value_t v,
+                                 int rank, const int64_t* dims,
+                                 const int64_t* broadcast_dims);
+// NumPy-style: right-aligns |v| against dims and broadcasts.
+tpr_value_t tpr_broadcast_to(tpr_graph_t* graph, tpr_value_t v, int rank,
+                             const int64_t* dims);
+tpr_value_t tpr_reshape(tpr_graph_t* graph, tpr_value_t v, int rank,
+                        const int64_t* dims);
+tpr_value_t tpr_transpose(tpr_graph_t* graph, tpr_value_t v,
+                          const int64_t* permutation);
+tpr_value_t tpr_slice(tpr_graph_t* graph, tpr_value_t v, const int64_t* start,
+                      const int64_t* limit, const int64_t* strides);
+// |starts| are rank-0 integer values, one per dimension.
+tpr_value_t tpr_dynamic_slice(tpr_graph_t* graph, tpr_value_t v,
+                              const tpr_value_t* starts, const int64_t* sizes);
+tpr_value_t tpr_dynamic_update_slice(tpr_graph_t* graph, tpr_value_t v,
+                                     tpr_value_t update,
+                                     const tpr_value_t* starts);
+tpr_value_t tpr_concatenate(tpr_graph_t* graph, const tpr_value_t* values,
+                            int count, int64_t dimension);
+tpr_value_t tpr_pad(tpr_graph_t* graph, tpr_value_t v, tpr_value_t pad_value,
+                    const int64_t* low, const int64_t* high,
+                    const int64_t* interior);
+tpr_value_t tpr_reverse(tpr_graph_t* graph, tpr_value_t v,
+                        const int64_t* dims, int num_dims);
+
+//===--- elementwise -----------------------------------------------------===//
+
+typedef enum tpr_unary_op_e {
+  TPR_UNARY_NEG, TPR_UNARY_ABS, TPR_UNARY_SIGN, TPR_UNARY_NOT,
+  TPR_UNARY_EXP, TPR_UNARY_EXPM1, TPR_UNARY_LOG, TPR_UNARY_LOG1P,
+  TPR_UNARY_SQRT, TPR_UNARY_RSQRT, TPR_UNARY_CBRT,
+  TPR_UNARY_TANH, TPR_UNARY_LOGISTIC, TPR_UNARY_SIN, TPR_UNARY_COS,
+  TPR_UNARY_TAN, TPR_UNARY_FLOOR, TPR_UNARY_CEIL,
+  TPR_UNARY_ROUND_NEAREST_EVEN, TPR_UNARY_ROUND_NEAREST_AFZ,
+  TPR_UNARY_IS_FINITE,  // result bool
+  TPR_UNARY_POPCNT, TPR_UNARY_CLZ,
+  TPR_UNARY_REAL, TPR_UNARY_IMAG,  // complex -> float
+  // chlo ops (decomposed by XLA's legalization)
+  TPR_UNARY_ERF, TPR_UNARY_ERFC, TPR_UNARY_ERF_INV, TPR_UNARY_LGAMMA,
+  TPR_UNARY_DIGAMMA, TPR_UNARY_ASIN, TPR_UNARY_ACOS, TPR_UNARY_ATAN,
+  TPR_UNARY_SINH, TPR_UNARY_COSH, TPR_UNARY_ASINH, TPR_UNARY_ACOSH,
+  TPR_UNARY_ATANH,
+  TPR_UNARY_COUNT_
+} tpr_unary_op_t;
+
+typedef enum tpr_binary_op_e {
+  TPR_BINARY_ADD, TPR_BINARY_SUB, TPR_BINARY_MUL, TPR_BINARY_DIV,
+  TPR_BINARY_REM, TPR_BINARY_POW, TPR_BINARY_MAX, TPR_BINARY_MIN,
+  TPR_BINARY_ATAN2, TPR_BINARY_AND, TPR_BINARY_OR, TPR_BINARY_XOR,
+  TPR_BINARY_SHIFT_LEFT, TPR_BINARY_SHIFT_RIGHT_ARITHMETIC,
+  TPR_BINARY_SHIFT_RIGHT_LOGICAL,
+  TPR_BINARY_NEXTAFTER,  // chlo
+  TPR_BINARY_COUNT_
+} tpr_binary_op_t;
+
+typedef enum tpr_compare_dir_e {
+  TPR_CMP_EQ, TPR_CMP_NE, TPR_CMP_LT, TPR_CMP_LE, TPR_CMP_GT, TPR_CMP_GE,
+} tpr_compare_dir_t;
+
+// Result type = operand type (IS_FINITE: bool; REAL/IMAG: the float part).
+tpr_value_t tpr_unary(tpr_graph_t* graph, tpr_unary_op_t op, tpr_value_t v);
+// Operands must have equal types; result has that type.
+tpr_value_t tpr_binary(tpr_graph_t* graph, tpr_binary_op_t op, tpr_value_t a,
+                       tpr_value_t b);
+// Equal operand types; result bool of the same shape. Floats compare with
+// FLOAT semantics (NaN != NaN), signed ints SIGNED, unsigned and bool
+// UNSIGNED.
+tpr_value_t tpr_compare(tpr_graph_t* graph, tpr_compare_dir_t dir,
+                        tpr_value_t a, tpr_value_t b);
+// |pred| is bool of the same shape as the branches (or rank 0).
+tpr_value_t tpr_select(tpr_graph_t* graph, tpr_value_t pred,
+                       tpr_value_t on_true, tpr_value_t on_false);
+tpr_value_t tpr_clamp(tpr_graph_t* graph, tpr_value_t lo, tpr_value_t v,
+                      tpr_value_t hi);
+
+//===--- reductions, contractions ----------------------------------------===//
+
+typedef enum tpr_reduce_op_e {
+  TPR_REDUCE_SUM, TPR_REDUCE_PROD, TPR_REDUCE_MAX, TPR_REDUCE_MIN,
+  TPR_REDUCE_AND, TPR_REDUCE_OR,
+} tpr_reduce_op_t;
+
+// Reduces |dims| away (result rank = rank - num_dims), with the op's
+// identity as init. Accumulates in the operand dtype: callers convert
+// bf16/f16 to f32 first where PyTorch accumulates in f32.
+tpr_value_t tpr_reduce(tpr_graph_t* graph, tpr_value_t v, tpr_reduce_op_t op,
+                       const int64_t* dims, int num_dims);
+
+// Max/min with index along |dim| (removed from the result). Ties take the
+// smallest index and NaN wins, as in PyTorch. Indices are s64.
+void tpr_argreduce(tpr_graph_t* graph, tpr_value_t v, int64_t dim,
+                   bool is_max, tpr_value_t* out_values,
+                   tpr_value_t* out_indices);
+
+// stablehlo.dot_general. Result: batch dims, then lhs free dims, then rhs
+// free dims, with element type |result_dtype| (operands may be narrower,
+// e.g. bf16 x bf16 -> f32).
+tpr_value_t tpr_dot_general(tpr_graph_t* graph, tpr_value_t lhs,
+                            tpr_value_t rhs, int num_batch,
+                            const int64_t* lhs_batch, const int64_t* rhs_batch,
+                            int num_contract, const int64_t* lhs_contract,
+                            const int64_t* rhs_contract,
+                            tpr_dtype_t result_dtype);
+
+//===--- indexing --------------------------------------------------------===//
+
+// Elements of the rank-1 |v| at |indices| (any rank, integer dtype):
+// result[i...] = v[indices[i...]]. Out-of-range indices are clamped
+// (XLA semantics); callers check bounds where PyTorch requires it.
+tpr_value_t tpr_take_1d(tpr_graph_t* graph, tpr_value_t v, tpr_value_t indices);
+// The rank-1 |v| with v[indices[i...]] = updates[i...] (or += when
+// |accumulate|). |updates| has the shape of |indices|.
+tpr_value_t tpr_put_1d(tpr_graph_t* graph, tpr_value_t v, tpr_value_t indices,
+                       tpr_value_t updates, bool accumulate);
+// torch.gather semantics along |dim| (index has the operand's rank).
+tpr_value_t tpr_gather_along(tpr_graph_t* graph, tpr_value_t v, int64_t dim,
+                             tpr_value_t index);
+// torch.scatter / scatter_add semantics along |dim|.
+tpr_value_t tpr_scatter_along(tpr_graph_t* graph, tpr_value_t v, int64_t dim,
+                              tpr_value_t index, tpr_value_t src,
+                              bool accumulate);
+// Rows of |v| along dim 0 at rank-1 |indices|: index_select / embedding.
+tpr_value_t tpr_index_select(tpr_graph_t* graph, tpr_value_t v, int64_t dim,
+                             tpr_value_t indices);
+
+//===--- random ----------------------------------------------------------===//
+
+// stablehlo.rng_bit_generator (THREE_FRY) from a u64[2] |state|: returns
+// random bits of |type| (an unsigned integer dtype) and the new state.
+void tpr_rng_bits(tpr_graph_t* graph, tpr_value_t state, tpr_type_t type,
+                  tpr_value_t* out_bits, tpr_value_t* out_new_state);
+
+//===--- views over flat storage ------------------------------------------===//
+//
+// A PyTorch storage lives on the device as one rank-1 buffer of its element
+// type. A tensor is a strided window into it. These read and write such
+// windows; contiguous and permuted windows become slice/reshape/transpose,
+// others a gather/scatter with computed indices.
+
+// The window (sizes, strides, offset in elements) of the rank-1 |base| as a
+// dense value of shape |sizes|. |dtype| may differ from base's if the sizes
+// match (bitcast).
+tpr_value_t tpr_view_read(tpr_graph_t* graph, tpr_value_t base,
+                          tpr_dtype_t dtype, int rank, const int64_t* sizes,
+                          const int64_t* strides, int64_t offset);
+// The rank-1 |base| with the window replaced by |value| (shape |sizes|,
+// converted to base's dtype by bitcast if needed). Overlapping windows
+// (zero or aliasing strides) are an error.
+tpr_value_t tpr_view_write(tpr_graph_t* graph, tpr_value_t base, int rank,
+                           const int64_t* sizes, const int64_t* strides,
+                           int64_t offset, tpr_value_t value);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif
+
+#endif  // TPR_GRAPH_H_
