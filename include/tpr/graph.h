@@ -13,7 +13,10 @@
 //
 // Builders never broadcast or promote implicitly: binary operands have equal
 // types (callers insert tpr_broadcast_in_dim / tpr_convert). This keeps the
-// IR a direct image of StableHLO.
+// IR a direct image of StableHLO. A builder call that would be a no-op
+// (reshape to the same shape, identity transpose or slice, convert to the
+// same dtype, broadcast to the same shape, concatenate of one value) adds no
+// node and returns its operand.
 //
 //   tpr_graph_t* g;  tpr_graph_create(&g);
 //   tpr_type_t t = tpr_type_make(TPR_DTYPE_F32, 2, (int64_t[]){64, 64});
@@ -66,6 +69,9 @@ bool tpr_graph_ok(const tpr_graph_t* graph);
 tpr_value_t tpr_graph_fail(tpr_graph_t* graph, tpr_status_code_t code,
                            const char* fmt, ...) TPR_PRINTF_LIKE(3, 4);
 
+// The type of |v|; never NULL (TPR_VALUE_NONE or an unknown id give a type
+// with TPR_DTYPE_INVALID and rank 0). The pointer stays valid while the
+// graph grows, until tpr_graph_reset or tpr_graph_free.
 const tpr_type_t* tpr_value_type(const tpr_graph_t* graph, tpr_value_t v);
 
 //===--- parameters and results -------------------------------------------===//
@@ -89,10 +95,14 @@ int tpr_graph_result_alias(const tpr_graph_t* graph, int result_index);
 // A 128-bit structural hash (ops, types, attributes, constants, results,
 // aliases) for cache keys. Equal graphs hash equal regardless of the order
 // of unrelated builder calls is NOT promised; equal call sequences are.
+// A graph holding an error never hashes like a good one. Costs about a
+// nanosecond per node; allocates nothing.
 void tpr_graph_hash(const tpr_graph_t* graph, uint64_t out[2]);
 
 // Writes the graph as a StableHLO module in MLIR generic form with a
 // `func.func public @main`. *out_text is tpr_malloc'd and NUL-terminated.
+// Returns the graph's error if it has one. f32/f64/complex dot_generals
+// carry precision HIGHEST (PyTorch's f32 matmul, no TF32/bf16 passes).
 tpr_status_t tpr_graph_emit_stablehlo(const tpr_graph_t* graph,
                                       char** out_text, size_t* out_size)
     TPR_MUST_USE_RESULT;
@@ -112,8 +122,11 @@ tpr_value_t tpr_constant_lowest(tpr_graph_t* graph, tpr_dtype_t dtype);
 tpr_value_t tpr_constant_highest(tpr_graph_t* graph, tpr_dtype_t dtype);
 
 tpr_value_t tpr_iota(tpr_graph_t* graph, tpr_type_t type, int64_t dimension);
+// Complex to real takes the real part (XLA has no complex -> real convert).
 tpr_value_t tpr_convert(tpr_graph_t* graph, tpr_value_t v, tpr_dtype_t dtype);
-// Reinterprets bits; dtypes must have equal sizes.
+// Reinterprets bits; dtypes must have equal sizes. bool <-> 1-byte types is
+// a value convert (0/1; nonzero -> true): StableHLO's i1 has no byte layout.
+// Complex <-> real is UNIMPLEMENTED (XLA rejects it).
 tpr_value_t tpr_bitcast_convert(tpr_graph_t* graph, tpr_value_t v,
                                 tpr_dtype_t dtype);
 // stablehlo.broadcast_in_dim: operand dim i maps to result dim
@@ -178,7 +191,8 @@ typedef enum tpr_compare_dir_e {
   TPR_CMP_EQ, TPR_CMP_NE, TPR_CMP_LT, TPR_CMP_LE, TPR_CMP_GT, TPR_CMP_GE,
 } tpr_compare_dir_t;
 
-// Result type = operand type (IS_FINITE: bool; REAL/IMAG: the float part).
+// Result type = operand type (IS_FINITE: bool; REAL/IMAG, and ABS of a
+// complex: the float part).
 tpr_value_t tpr_unary(tpr_graph_t* graph, tpr_unary_op_t op, tpr_value_t v);
 // Operands must have equal types; result has that type.
 tpr_value_t tpr_binary(tpr_graph_t* graph, tpr_binary_op_t op, tpr_value_t a,
@@ -240,7 +254,8 @@ tpr_value_t tpr_gather_along(tpr_graph_t* graph, tpr_value_t v, int64_t dim,
 tpr_value_t tpr_scatter_along(tpr_graph_t* graph, tpr_value_t v, int64_t dim,
                               tpr_value_t index, tpr_value_t src,
                               bool accumulate);
-// Rows of |v| along dim 0 at rank-1 |indices|: index_select / embedding.
+// Slices of |v| along |dim| at |indices|: index_select / embedding. Indices
+// may have any rank k: the result replaces dim |dim| by the k index dims.
 tpr_value_t tpr_index_select(tpr_graph_t* graph, tpr_value_t v, int64_t dim,
                              tpr_value_t indices);
 
@@ -260,13 +275,15 @@ void tpr_rng_bits(tpr_graph_t* graph, tpr_value_t state, tpr_type_t type,
 
 // The window (sizes, strides, offset in elements) of the rank-1 |base| as a
 // dense value of shape |sizes|. |dtype| may differ from base's if the sizes
-// match (bitcast).
+// match (bitcast); else UNIMPLEMENTED. A window reaching outside the base is
+// INVALID_ARGUMENT. The whole base read as itself returns |base|.
 tpr_value_t tpr_view_read(tpr_graph_t* graph, tpr_value_t base,
                           tpr_dtype_t dtype, int rank, const int64_t* sizes,
                           const int64_t* strides, int64_t offset);
 // The rank-1 |base| with the window replaced by |value| (shape |sizes|,
 // converted to base's dtype by bitcast if needed). Overlapping windows
-// (zero or aliasing strides) are an error.
+// (zero or aliasing strides) are INVALID_ARGUMENT. Writing the whole base
+// returns |value| reshaped; an empty window returns |base|.
 tpr_value_t tpr_view_write(tpr_graph_t* graph, tpr_value_t base, int rank,
                            const int64_t* sizes, const int64_t* strides,
                            int64_t offset, tpr_value_t value);

@@ -1,0 +1,436 @@
+// Indexing and data movement with computed values: cat, stack, embedding
+// (+ backward), index_select, gather, scatter, advanced indexing (index /
+// index_put), index_add, triu/tril, flip, roll, constant_pad_nd.
+#include "compiler/lower/lower_internal.h"
+
+#define G (ctx->graph)
+#define OUT (&ctx->out_types[0])
+
+//===--- cat / stack -----------------------------------------------------------===//
+
+// cat(tensors, dim=0). 1-d empty tensors are skipped (PyTorch's legacy
+// rule); inputs convert to the promoted out dtype.
+static tpr_status_t lower_cat(lw_ctx_t* ctx) {
+  const tpr_arg_t* a = lw_arg(ctx, 0);
+  if (a->kind != TPR_ARG_TENSOR_LIST)
+    return lw_fail(ctx, TPR_INVALID_ARGUMENT, "tensors must be a list");
+  int64_t dim = lw_wrap_dim(lw_int(ctx, 1, 0), OUT->rank);
+  if (dim < 0 || OUT->rank == 0)
+    return lw_fail(ctx, TPR_INVALID_ARGUMENT, "dim out of range");
+  tpr_value_t parts[256];
+  int n = 0;
+  for (int i = 0; i < a->count; i++) {
+    const tpr_type_t* t = lw_type(ctx, a->values[i]);
+    if (t->rank == 1 && t->dims[0] == 0) continue;
+    if (n == 256) return lw_fail(ctx, TPR_UNIMPLEMENTED, "more than 256 inputs");
+    parts[n++] = lw_cast(G, a->values[i], OUT->dtype);
+  }
+  if (n == 0) return lw_ret(ctx, lw_full(G, 0, OUT->dtype, OUT));
+  if (n == 1) return lw_ret(ctx, parts[0]);
+  return lw_ret(ctx, tpr_concatenate(G, parts, n, dim));
+}
+
+// stack(tensors, dim=0)
+static tpr_status_t lower_stack(lw_ctx_t* ctx) {
+  const tpr_arg_t* a = lw_arg(ctx, 0);
+  if (a->kind != TPR_ARG_TENSOR_LIST || a->count < 1 || a->count > 256)
+    return lw_fail(ctx, TPR_INVALID_ARGUMENT, "tensors must be a non-empty list");
+  int64_t dim = lw_wrap_dim(lw_int(ctx, 1, 0), OUT->rank);
+  if (dim < 0) return lw_fail(ctx, TPR_INVALID_ARGUMENT, "dim out of range");
+  tpr_value_t parts[256];
+  tpr_type_t one = *OUT;
+  one.dims[dim] = 1;
+  for (int i = 0; i < a->count; i++)
+    parts[i] = lw_reshape_to(G, lw_cast(G, a->values[i], OUT->dtype), &one);
+  if (a->count == 1) return lw_ret(ctx, parts[0]);
+  return lw_ret(ctx, tpr_concatenate(G, parts, a->count, dim));
+}
+
+//===--- embedding, index_select, gather, scatter -----------------------------===//
+
+// embedding(weight, indices, padding_idx, scale_grad_by_freq, sparse)
+static tpr_status_t lower_embedding(lw_ctx_t* ctx) {
+  if (!lw_is_tensor(ctx, 0) || !lw_is_tensor(ctx, 1))
+    return lw_fail(ctx, TPR_INVALID_ARGUMENT, "needs weight and indices");
+  return lw_ret(ctx, tpr_index_select(G, lw_value(ctx, 0), 0, lw_value(ctx, 1)));
+}
+
+// embedding_dense_backward(grad_output, indices, num_weights, padding_idx,
+// scale_grad_by_freq): rows scatter-added into zeros[num_weights, D].
+static tpr_status_t lower_embedding_backward(lw_ctx_t* ctx) {
+  const tpr_type_t* gt = lw_arg_type(ctx, 0);
+  const tpr_type_t* it = lw_arg_type(ctx, 1);
+  if (!gt || !it || OUT->rank != 2)
+    return lw_fail(ctx, TPR_INVALID_ARGUMENT, "needs grad_output and indices");
+  tpr_graph_t* g = G;
+  int64_t k = tpr_type_numel(it), d = OUT->dims[1];
+  int64_t nw = OUT->dims[0];
+  tpr_dtype_t acc = lw_opmath(OUT->dtype);
+  int64_t kd[2] = {k, d};
+  tpr_value_t gr = tpr_reshape(g, lw_cast(g, lw_value(ctx, 0), acc), 2, kd);
+  tpr_value_t idx = tpr_reshape(g, lw_cast(g, lw_value(ctx, 1), TPR_DTYPE_S64), 1, &k);
+  if (lw_bool(ctx, 4, false)) {
+    tpr_value_t counts = lw_full(g, 0, acc, &(tpr_type_t){acc, 1, {nw}});
+    counts = tpr_put_1d(g, counts, idx, lw_full(g, 1, acc, &(tpr_type_t){acc, 1, {k}}), true);
+    tpr_value_t sc = tpr_take_1d(g, counts, idx);
+    static const int64_t kD0 = 0;
+    gr = lw_div(g, gr, tpr_broadcast_in_dim(g, sc, 2, kd, &kD0));
+  }
+  static const int64_t kD0 = 0;
+  tpr_value_t valid = lw_cmpk(g, TPR_CMP_NE, idx, (double)lw_int(ctx, 3, -1));
+  valid = tpr_broadcast_in_dim(g, valid, 2, kd, &kD0);
+  gr = lw_sel(g, valid, gr, lw_k(g, gr, 0));
+  tpr_value_t index = tpr_broadcast_in_dim(g, idx, 2, kd, &kD0);
+  tpr_value_t zeros = lw_full(g, 0, acc, &(tpr_type_t){acc, 2, {nw, d}});
+  if (k == 0) return lw_ret(ctx, zeros);
+  return lw_ret(ctx, tpr_scatter_along(g, zeros, 0, index, gr, true));
+}
+
+// index_select(self, dim, index)
+static tpr_status_t lower_index_select(lw_ctx_t* ctx) {
+  const tpr_type_t* t = lw_arg_type(ctx, 0);
+  if (!t || !lw_is_tensor(ctx, 2))
+    return lw_fail(ctx, TPR_INVALID_ARGUMENT, "needs self and index");
+  tpr_value_t x = lw_value(ctx, 0);
+  int64_t dim = lw_wrap_dim(lw_int(ctx, 1, 0), t->rank);
+  if (dim < 0) return lw_fail(ctx, TPR_INVALID_ARGUMENT, "dim out of range");
+  if (t->rank == 0) {
+    int64_t one = 1;
+    x = tpr_reshape(G, x, 1, &one);
+  }
+  return lw_ret(ctx, tpr_index_select(G, x, dim, lw_value(ctx, 2)));
+}
+
+static tpr_status_t dim_arg(lw_ctx_t* ctx, const tpr_type_t* t, int i,
+                            int64_t* dim) {
+  *dim = lw_wrap_dim(lw_int(ctx, i, 0), t->rank);
+  if (*dim < 0) return lw_fail(ctx, TPR_INVALID_ARGUMENT, "dim out of range");
+  if (t->rank == 0) *dim = 0;
+  return tpr_ok_status();
+}
+
+// gather(self, dim, index, sparse_grad)
+static tpr_status_t lower_gather(lw_ctx_t* ctx) {
+  const tpr_type_t* t = lw_arg_type(ctx, 0);
+  if (!t || !lw_is_tensor(ctx, 2))
+    return lw_fail(ctx, TPR_INVALID_ARGUMENT, "needs self and index");
+  int64_t dim;
+  TPR_RETURN_IF_ERROR(dim_arg(ctx, t, 1, &dim));
+  return lw_ret(ctx, tpr_gather_along(G, lw_value(ctx, 0), dim, lw_value(ctx, 2)));
+}
+
+// scatter.src/.value/.reduce/.value_reduce(self, dim, index, src|value,
+// reduce?) and scatter_add(self, dim, index, src).
+static tpr_status_t scatter(lw_ctx_t* ctx, bool add) {
+  const tpr_type_t* t = lw_arg_type(ctx, 0);
+  const tpr_type_t* it = lw_arg_type(ctx, 2);
+  if (!t || !it || !lw_is_tensor(ctx, 3))
+    return lw_fail(ctx, TPR_INVALID_ARGUMENT, "needs self, index and src");
+  const char* reduce = lw_str(ctx, 4, NULL);
+  if (reduce) {
+    if (strcmp(reduce, "add") == 0) add = true;
+    else return lw_fail(ctx, TPR_UNIMPLEMENTED, "reduce=\"%s\"", reduce);
+  }
+  int64_t dim;
+  TPR_RETURN_IF_ERROR(dim_arg(ctx, t, 1, &dim));
+  tpr_value_t x = lw_cast(G, lw_value(ctx, 0), OUT->dtype);
+  tpr_value_t src = lw_cast(G, lw_value(ctx, 3), OUT->dtype);
+  if (lw_arg(ctx, 3)->is_scalar || lw_type(ctx, src)->rank == 0) {
+    tpr_type_t st = *it;
+    st.dtype = OUT->dtype;
+    src = tpr_broadcast_to(G, src, st.rank, st.dims);
+  }
+  return lw_ret(ctx, tpr_scatter_along(G, x, dim, lw_value(ctx, 2), src, add));
+}
+static tpr_status_t lower_scatter(lw_ctx_t* ctx) { return scatter(ctx, false); }
+static tpr_status_t lower_scatter_add(lw_ctx_t* ctx) { return scatter(ctx, true); }
+
+// index_add(self, dim, index, source, *, alpha=1)
+static tpr_status_t lower_index_add(lw_ctx_t* ctx) {
+  const tpr_type_t* t = lw_arg_type(ctx, 0);
+  const tpr_type_t* st = lw_arg_type(ctx, 3);
+  if (!t || !st || !lw_is_tensor(ctx, 2))
+    return lw_fail(ctx, TPR_INVALID_ARGUMENT, "needs self, index and source");
+  int64_t dim;
+  TPR_RETURN_IF_ERROR(dim_arg(ctx, t, 1, &dim));
+  tpr_graph_t* g = G;
+  tpr_value_t src = lw_cast(g, lw_value(ctx, 3), OUT->dtype);
+  if (lw_is_tensor(ctx, 4)) src = lw_mul(g, src, lw_splat(g, lw_value(ctx, 4), src));
+  tpr_value_t idx = lw_cast(g, lw_value(ctx, 2), TPR_DTYPE_S64);
+  int64_t n = tpr_type_numel(lw_type(ctx, idx));
+  idx = tpr_reshape(g, idx, 1, &n);
+  if (st->rank == 0) {
+    int64_t one = 1;
+    src = tpr_reshape(g, src, 1, &one);
+  }
+  const tpr_type_t* s2 = lw_type(ctx, src);
+  tpr_value_t index = tpr_broadcast_in_dim(g, idx, s2->rank, s2->dims, &dim);
+  tpr_value_t x = lw_cast(g, lw_value(ctx, 0), OUT->dtype);
+  return lw_ret(ctx, tpr_scatter_along(g, x, dim, index, src, true));
+}
+
+//===--- advanced indexing ---------------------------------------------------------===//
+
+typedef struct {
+  tpr_value_t flat;   // self permuted (indexed dims first) as [P, rest...]
+  tpr_value_t lin;    // s64[B...] linear index into P
+  tpr_type_t btype;   // broadcast shape of the index tensors
+  int64_t perm[TPR_MAX_RANK];
+  int m;              // number of indexed dims
+  int first;          // first indexed dim
+  bool adjacent;      // indexed dims are consecutive
+  tpr_type_t permuted;  // self's type after the permutation
+} adv_t;
+
+static tpr_status_t adv_setup(lw_ctx_t* ctx, tpr_value_t self, adv_t* s) {
+  tpr_graph_t* g = G;
+  const tpr_type_t* t = lw_type(ctx, self);
+  const tpr_arg_t* ind = lw_arg(ctx, 1);
+  if (ind->kind != TPR_ARG_TENSOR_LIST || ind->count > t->rank)
+    return lw_fail(ctx, TPR_INVALID_ARGUMENT, "indices must be a list up to rank");
+  int idims[TPR_MAX_RANK];
+  s->m = 0;
+  s->btype = tpr_type_scalar(TPR_DTYPE_S64);
+  for (int k = 0; k < ind->count; k++) {
+    if (ind->values[k] == TPR_VALUE_NONE) continue;
+    const tpr_type_t* it = lw_type(ctx, ind->values[k]);
+    if (!lw_is_int(it->dtype))
+      return lw_fail(ctx, TPR_UNIMPLEMENTED,
+                     "boolean-mask indexing has a data-dependent shape");
+    // broadcast shape
+    tpr_type_t b = tpr_type_scalar(TPR_DTYPE_S64);
+    int r = it->rank > s->btype.rank ? it->rank : s->btype.rank;
+    b.rank = r;
+    for (int i = 0; i < r; i++) {
+      int ia = i - (r - it->rank), ib = i - (r - s->btype.rank);
+      int64_t da = ia >= 0 ? it->dims[ia] : 1, db = ib >= 0 ? s->btype.dims[ib] : 1;
+      if (da != db && da != 1 && db != 1)
+        return lw_fail(ctx, TPR_INVALID_ARGUMENT, "index shapes do not broadcast");
+      b.dims[i] = da == 1 ? db : da;
+    }
+    s->btype = b;
+    idims[s->m++] = k;
+  }
+  if (s->m == 0) return lw_fail(ctx, TPR_INVALID_ARGUMENT, "no index tensors");
+  s->first = idims[0];
+  s->adjacent = idims[s->m - 1] - idims[0] == s->m - 1;
+  // linear index
+  tpr_value_t lin = TPR_VALUE_NONE;
+  int64_t stride = 1;
+  for (int j = s->m - 1; j >= 0; j--) {
+    int64_t size = t->dims[idims[j]];
+    tpr_value_t ix = lw_cast_to(g, ind->values[idims[j]], TPR_DTYPE_S64, &s->btype);
+    ix = lw_sel(g, lw_cmpk(g, TPR_CMP_LT, ix, 0), lw_add(g, ix, lw_k(g, ix, (double)size)), ix);
+    if (stride != 1) ix = lw_mul(g, ix, lw_k(g, ix, (double)stride));
+    lin = lin == TPR_VALUE_NONE ? ix : lw_add(g, lin, ix);
+    stride *= size;
+  }
+  s->lin = lin;
+  // permute indexed dims first, flatten them
+  int n = 0;
+  for (int j = 0; j < s->m; j++) s->perm[n++] = idims[j];
+  for (int d = 0; d < t->rank; d++) {
+    bool idx = false;
+    for (int j = 0; j < s->m; j++) idx |= idims[j] == d;
+    if (!idx) s->perm[n++] = d;
+  }
+  tpr_value_t p = tpr_transpose(g, self, s->perm);
+  s->permuted = *lw_type(ctx, p);
+  tpr_type_t ft = tpr_type_scalar(t->dtype);
+  ft.dims[ft.rank++] = stride;
+  for (int d = s->m; d < t->rank; d++) ft.dims[ft.rank++] = s->permuted.dims[d];
+  s->flat = lw_reshape_to(g, p, &ft);
+  return tpr_ok_status();
+}
+
+// The permutation taking [B..., rest...] to PyTorch's result order (B at
+// the first indexed dim when the indexed dims are adjacent).
+static int result_perm(const adv_t* s, int rest, int64_t* perm) {
+  int nb = s->btype.rank, n = 0;
+  int before = s->adjacent ? s->first : 0;
+  for (int i = 0; i < before; i++) perm[n++] = nb + i;
+  for (int i = 0; i < nb; i++) perm[n++] = i;
+  for (int i = before; i < rest; i++) perm[n++] = nb + i;
+  return n;
+}
+
+// index.Tensor / _unsafe_index.Tensor(self, indices)
+static tpr_status_t lower_index(lw_ctx_t* ctx) {
+  if (!lw_is_tensor(ctx, 0)) return lw_fail(ctx, TPR_INVALID_ARGUMENT, "needs self");
+  adv_t s;
+  TPR_RETURN_IF_ERROR(adv_setup(ctx, lw_value(ctx, 0), &s));
+  tpr_value_t r = tpr_index_select(G, s.flat, 0, s.lin);
+  int64_t perm[TPR_MAX_RANK];
+  int rest = s.permuted.rank - s.m;
+  if (s.btype.rank + rest > TPR_MAX_RANK)
+    return lw_fail(ctx, TPR_UNIMPLEMENTED, "result rank above %d", TPR_MAX_RANK);
+  result_perm(&s, rest, perm);
+  return lw_ret(ctx, tpr_transpose(G, r, perm));
+}
+
+// index_put / _index_put_impl_ / _unsafe_index_put(self, indices, values,
+// accumulate=False, unsafe=False)
+static tpr_status_t lower_index_put(lw_ctx_t* ctx) {
+  if (!lw_is_tensor(ctx, 0) || !lw_is_tensor(ctx, 2))
+    return lw_fail(ctx, TPR_INVALID_ARGUMENT, "needs self and values");
+  tpr_graph_t* g = G;
+  tpr_value_t self = lw_cast(g, lw_value(ctx, 0), OUT->dtype);
+  adv_t s;
+  TPR_RETURN_IF_ERROR(adv_setup(ctx, self, &s));
+  int rest = s.permuted.rank - s.m;
+  int nb = s.btype.rank;
+  if (nb + rest > TPR_MAX_RANK)
+    return lw_fail(ctx, TPR_UNIMPLEMENTED, "result rank above %d", TPR_MAX_RANK);
+  // values broadcast to the indexing result shape, then to [B..., rest...].
+  int64_t perm[TPR_MAX_RANK], inv[TPR_MAX_RANK];
+  result_perm(&s, rest, perm);
+  tpr_type_t rt = tpr_type_scalar(OUT->dtype);  // [B..., rest...]
+  for (int i = 0; i < nb; i++) rt.dims[rt.rank++] = s.btype.dims[i];
+  for (int i = s.m; i < s.permuted.rank; i++) rt.dims[rt.rank++] = s.permuted.dims[i];
+  tpr_type_t res = rt;  // PyTorch order
+  for (int i = 0; i < rt.rank; i++) res.dims[i] = rt.dims[perm[i]];
+  for (int i = 0; i < rt.rank; i++) inv[perm[i]] = i;
+  tpr_value_t v = lw_in(ctx, 2, OUT->dtype, &res);
+  v = tpr_transpose(g, v, inv);
+  int64_t k = tpr_type_numel(&s.btype);
+  tpr_type_t vt = *lw_type(ctx, s.flat);
+  vt.dims[0] = k;
+  v = lw_reshape_to(g, v, &vt);
+  tpr_value_t lin = tpr_reshape(g, s.lin, 1, &k);
+  static const int64_t kD0 = 0;
+  tpr_value_t index = tpr_broadcast_in_dim(g, lin, vt.rank, vt.dims, &kD0);
+  tpr_value_t flat = tpr_scatter_along(g, s.flat, 0, index, v, lw_bool(ctx, 3, false));
+  tpr_value_t p = lw_reshape_to(g, flat, &s.permuted);
+  int64_t back[TPR_MAX_RANK];
+  for (int i = 0; i < s.permuted.rank; i++) back[s.perm[i]] = i;
+  return lw_ret(ctx, tpr_transpose(g, p, back));
+}
+
+//===--- triu / tril, flip, roll, pad ------------------------------------------------===//
+
+static tpr_status_t tri(lw_ctx_t* ctx, bool upper) {
+  if (OUT->rank < 2) return lw_fail(ctx, TPR_INVALID_ARGUMENT, "needs rank >= 2");
+  tpr_graph_t* g = G;
+  tpr_type_t it = *OUT;
+  it.dtype = TPR_DTYPE_S64;
+  tpr_value_t diff = lw_sub(g, tpr_iota(g, it, OUT->rank - 1), tpr_iota(g, it, OUT->rank - 2));
+  double k = (double)lw_int(ctx, 1, 0);
+  tpr_value_t keep = lw_cmpk(g, upper ? TPR_CMP_GE : TPR_CMP_LE, diff, k);
+  tpr_value_t x = lw_in(ctx, 0, OUT->dtype, OUT);
+  return lw_ret(ctx, lw_sel(g, keep, x, lw_k(g, x, 0)));
+}
+static tpr_status_t lower_triu(lw_ctx_t* ctx) { return tri(ctx, true); }
+static tpr_status_t lower_tril(lw_ctx_t* ctx) { return tri(ctx, false); }
+
+// flip(self, dims)
+static tpr_status_t lower_flip(lw_ctx_t* ctx) {
+  const tpr_type_t* t = lw_arg_type(ctx, 0);
+  if (!t) return lw_fail(ctx, TPR_INVALID_ARGUMENT, "needs self");
+  int64_t dims[TPR_MAX_RANK], bad = 0;
+  int n = lw_reduce_dims(ctx, 1, t->rank, true, dims, &bad);
+  if (n < 0) return lw_fail(ctx, TPR_INVALID_ARGUMENT, "dim %lld out of range", (long long)bad);
+  if (n == 0) return lw_ret(ctx, lw_value(ctx, 0));
+  return lw_ret(ctx, tpr_reverse(G, lw_value(ctx, 0), dims, n));
+}
+
+static tpr_value_t roll1(tpr_graph_t* g, tpr_value_t x, int64_t shift, int64_t dim) {
+  tpr_type_t t = *tpr_value_type(g, x);
+  int64_t size = t.dims[dim];
+  if (size == 0) return x;
+  int64_t s = ((shift % size) + size) % size;
+  if (s == 0) return x;
+  int64_t st[TPR_MAX_RANK] = {0}, lim[TPR_MAX_RANK];
+  memcpy(lim, t.dims, sizeof lim);
+  st[dim] = size - s;
+  tpr_value_t tail = tpr_slice(g, x, st, lim, NULL);
+  st[dim] = 0;
+  lim[dim] = size - s;
+  tpr_value_t head = tpr_slice(g, x, st, lim, NULL);
+  tpr_value_t parts[2] = {tail, head};
+  return tpr_concatenate(g, parts, 2, dim);
+}
+
+// roll(self, shifts, dims=[])
+static tpr_status_t lower_roll(lw_ctx_t* ctx) {
+  const tpr_type_t* t = lw_arg_type(ctx, 0);
+  const tpr_arg_t* sh = lw_arg(ctx, 1);
+  const tpr_arg_t* dm = lw_arg(ctx, 2);
+  if (!t || sh->kind != TPR_ARG_INT_LIST)
+    return lw_fail(ctx, TPR_INVALID_ARGUMENT, "needs self and shifts");
+  tpr_value_t x = lw_value(ctx, 0);
+  if (dm->kind != TPR_ARG_INT_LIST || dm->count == 0) {
+    int64_t n = tpr_type_numel(t);
+    x = roll1(G, tpr_reshape(G, x, 1, &n), sh->count ? sh->ints[0] : 0, 0);
+    return lw_ret(ctx, x);
+  }
+  if (dm->count != sh->count)
+    return lw_fail(ctx, TPR_INVALID_ARGUMENT, "shifts and dims differ in length");
+  for (int i = 0; i < dm->count; i++) {
+    int64_t d = lw_wrap_dim(dm->ints[i], t->rank);
+    if (d < 0) return lw_fail(ctx, TPR_INVALID_ARGUMENT, "dim out of range");
+    x = roll1(G, x, sh->ints[i], d);
+  }
+  return lw_ret(ctx, x);
+}
+
+// constant_pad_nd(self, pad, value=0): pairs from the last dim backwards;
+// negative pads crop.
+static tpr_status_t lower_constant_pad(lw_ctx_t* ctx) {
+  const tpr_type_t* t = lw_arg_type(ctx, 0);
+  const tpr_arg_t* pad = lw_arg(ctx, 1);
+  if (!t || pad->kind != TPR_ARG_INT_LIST || pad->count % 2 ||
+      pad->count / 2 > t->rank)
+    return lw_fail(ctx, TPR_INVALID_ARGUMENT, "bad pad list");
+  tpr_graph_t* g = G;
+  int r = t->rank;
+  int64_t lo[TPR_MAX_RANK] = {0}, hi[TPR_MAX_RANK] = {0}, in[TPR_MAX_RANK] = {0};
+  int64_t st[TPR_MAX_RANK] = {0}, lim[TPR_MAX_RANK];
+  memcpy(lim, t->dims, sizeof lim);
+  for (int i = 0; i < pad->count / 2; i++) {
+    int d = r - 1 - i;
+    int64_t l = pad->ints[2 * i], h = pad->ints[2 * i + 1];
+    if (l < 0) st[d] = -l; else lo[d] = l;
+    if (h < 0) lim[d] = t->dims[d] + h; else hi[d] = h;
+    if (lim[d] < st[d]) return lw_fail(ctx, TPR_INVALID_ARGUMENT, "pad crops below 0");
+  }
+  tpr_value_t x = lw_cast(g, lw_value(ctx, 0), OUT->dtype);
+  x = tpr_slice(g, x, st, lim, NULL);
+  tpr_value_t v = lw_is_tensor(ctx, 2) ? lw_cast(g, lw_value(ctx, 2), OUT->dtype)
+                                       : tpr_constant_f64(g, OUT->dtype, 0);
+  return lw_ret(ctx, tpr_pad(g, x, v, lo, hi, in));
+}
+
+LW_DEFINE_TABLE(index,
+    LW_RULE("cat", lower_cat), LW_RULE("cat.out", lower_cat),
+    LW_RULE("stack", lower_stack), LW_RULE("stack.out", lower_stack),
+    LW_RULE("embedding", lower_embedding), LW_RULE("embedding.out", lower_embedding),
+    LW_RULE("embedding_dense_backward", lower_embedding_backward),
+    LW_RULE("embedding_dense_backward.out", lower_embedding_backward),
+    LW_RULE("index_select", lower_index_select),
+    LW_RULE("index_select.out", lower_index_select),
+    LW_RULE("gather", lower_gather), LW_RULE("gather.out", lower_gather),
+    LW_RULE("scatter.src", lower_scatter), LW_RULE("scatter_.src", lower_scatter),
+    LW_RULE("scatter.src_out", lower_scatter),
+    LW_RULE("scatter.value", lower_scatter), LW_RULE("scatter_.value", lower_scatter),
+    LW_RULE("scatter.value_out", lower_scatter),
+    LW_RULE("scatter.reduce", lower_scatter), LW_RULE("scatter_.reduce", lower_scatter),
+    LW_RULE("scatter.reduce_out", lower_scatter),
+    LW_RULE("scatter.value_reduce", lower_scatter),
+    LW_RULE("scatter_.value_reduce", lower_scatter),
+    LW_RULE("scatter.value_reduce_out", lower_scatter),
+    LW_RULE("scatter_add", lower_scatter_add), LW_RULE("scatter_add_", lower_scatter_add),
+    LW_RULE("scatter_add.out", lower_scatter_add),
+    LW_RULE("index_add", lower_index_add), LW_RULE("index_add_", lower_index_add),
+    LW_RULE("index_add.out", lower_index_add),
+    LW_RULE("index.Tensor", lower_index), LW_RULE("index.Tensor_out", lower_index),
+    LW_RULE("_unsafe_index.Tensor", lower_index),
+    LW_RULE("index_put", lower_index_put), LW_RULE("index_put_", lower_index_put),
+    LW_RULE("index_put.out", lower_index_put),
+    LW_RULE("_index_put_impl_", lower_index_put),
+    LW_RULE("_unsafe_index_put", lower_index_put),
+    LW_RULE("triu", lower_triu), LW_RULE("triu_", lower_triu), LW_RULE("triu.out", lower_triu),
+    LW_RULE("tril", lower_tril), LW_RULE("tril_", lower_tril), LW_RULE("tril.out", lower_tril),
+    LW_RULE("flip", lower_flip), LW_RULE("flip.out", lower_flip),
+    LW_RULE("roll", lower_roll), LW_RULE("roll.out", lower_roll),
+    LW_RULE("constant_pad_nd", lower_constant_pad),
+    LW_RULE("constant_pad_nd.out", lower_constant_pad));

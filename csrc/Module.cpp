@@ -1,0 +1,125 @@
+// Python bindings: torch_tpu._C. Importing it registers the allocator,
+// guard, hooks and kernels (static initialisers); nothing here starts the
+// runtime until a device is first used.
+#include <torch/csrc/Generator.h>
+#include <torch/extension.h>
+
+#include "aten/Dispatch.h"
+#include "core/TpuContext.h"
+#include "core/TpuGenerator.h"
+#include "core/TpuStatus.h"
+
+namespace py = pybind11;
+using namespace torch_tpu;
+
+namespace {
+
+py::dict plugin_info() {
+  ensure_initialized();
+  tpr_client_t* c = tpr_eager_client();
+  tpr_plugin_info_t info;
+  tpr_plugin_get_info(tpr_client_plugin(c), &info);
+  py::dict d;
+  d["path"] = info.path ? info.path : "";
+  static const char* kinds[] = {"other", "cpu", "cuda", "tpu"};
+  d["kind"] = kinds[info.kind >= 0 && info.kind <= 3 ? info.kind : 0];
+  d["api_version"] = py::make_tuple(info.api_major, info.api_minor);
+  d["xla_version"] = info.xla_version;
+  d["stablehlo_current_version"] =
+      py::make_tuple(info.stablehlo_current_version[0],
+                     info.stablehlo_current_version[1],
+                     info.stablehlo_current_version[2]);
+  d["stablehlo_minimum_version"] =
+      py::make_tuple(info.stablehlo_minimum_version[0],
+                     info.stablehlo_minimum_version[1],
+                     info.stablehlo_minimum_version[2]);
+  d["platform_name"] = tpr_client_platform_name(c);
+  d["platform_version"] = tpr_client_platform_version(c);
+  return d;
+}
+
+py::dict memory_stats(int device) {
+  check_device_index(device);
+  tpr_memory_stats_t m;
+  check(tpr_client_memory_stats(tpr_eager_client(), device, &m));
+  py::dict d;
+  d["bytes_in_use"] = m.bytes_in_use;
+  d["peak_bytes_in_use"] = m.peak_bytes_in_use;
+  d["bytes_limit"] = m.bytes_limit;
+  d["num_buffers"] = m.num_buffers;
+  d["from_plugin"] = m.from_plugin;
+  d["storage_bytes"] = tpr_storage_bytes_in_use(device);
+  return d;
+}
+
+py::dict runtime_stats() {
+  tpr_runtime_stats_t r;
+  tpr_runtime_get_stats(&r);
+  tpr_eager_stats_t e;
+  tpr_eager_get_stats(&e);
+  py::dict d;
+  d["compiles"] = r.compiles;
+  d["compile_seconds"] = r.compile_seconds;
+  d["executions"] = r.executions;
+  d["h2d_transfers"] = r.h2d_transfers;
+  d["h2d_bytes"] = r.h2d_bytes;
+  d["d2h_transfers"] = r.d2h_transfers;
+  d["d2h_bytes"] = r.d2h_bytes;
+  d["ops"] = e.ops;
+  d["cache_hits"] = e.cache_hits;
+  d["cache_misses"] = e.cache_misses;
+  d["cached_executables"] = e.cached_executables;
+  py::dict fb;
+  for (const auto& kv : fallback_counts_snapshot()) fb[py::str(kv.first)] = kv.second;
+  d["fallbacks"] = fb;
+  return d;
+}
+
+py::list lowered_ops() {
+  size_t n = 0;
+  const tpr_rule_t* rules = tpr_rule_table(&n);
+  py::list l;
+  for (size_t i = 0; i < n; i++) l.append(rules[i].name);
+  return l;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_C, m) {
+  m.doc() = "torch_tpu native core";
+  m.def("_set_search_dirs", &set_search_dirs);
+  m.def("_init", &ensure_initialized);
+  m.def("_try_init", &try_initialize);
+  m.def("_is_initialized", &is_initialized);
+  m.def("_device_count", [] { return static_cast<int>(device_count()); });
+  m.def("_current_device", [] { return static_cast<int>(current_device()); });
+  m.def("_set_device", [](int d) { set_current_device(static_cast<c10::DeviceIndex>(d)); });
+  m.def("_synchronize", [](int d) {
+    if (!is_initialized()) return;
+    py::gil_scoped_release nogil;
+    check(tpr_eager_synchronize(d));
+  });
+  m.def("_device_kind", [](int d) {
+    check_device_index(static_cast<c10::DeviceIndex>(d));
+    return std::string(tpr_client_device_kind(tpr_eager_client(), d));
+  });
+  m.def("_plugin_info", &plugin_info);
+  m.def("_memory_stats", &memory_stats);
+  m.def("_reset_peak_memory_stats", [](int d) {
+    if (is_initialized()) tpr_client_reset_peak_memory(tpr_eager_client(), d);
+  });
+  m.def("_runtime_stats", &runtime_stats);
+  m.def("_reset_runtime_stats", [] {
+    tpr_runtime_reset_stats();
+    tpr_eager_reset_stats();
+    reset_fallback_counts();
+  });
+  m.def("_set_launch_blocking", [](bool on) { tpr_eager_set_launch_blocking(on); });
+  m.def("_launch_blocking", [] { return tpr_eager_launch_blocking(); });
+  m.def("_lowered_ops", &lowered_ops);
+  m.def("_default_generator", [](int d) {
+    return py::reinterpret_steal<py::object>(THPGenerator_initDefaultGenerator(
+        default_generator(static_cast<c10::DeviceIndex>(d))));
+  });
+  m.def("_live_c_allocations", [] { return tpr_live_allocations(); });
+}

@@ -1,0 +1,428 @@
+// The boxed PrivateUse1 fallback: every ATen op without its own tpu kernel
+// lands here. Ops with a lowering rule run natively through the eager
+// executor (result metadata from PyTorch's meta kernels); the rest go to a
+// counted CPU fallback that TORCH_TPU_FALLBACK=0 turns into an error.
+#include <ATen/native/CPUFallback.h>
+#include <ATen/ops/empty_strided.h>
+#include <ATen/ops/empty.h>
+#include <ATen/native/Resize.h>
+#include <torch/library.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "aten/Dispatch.h"
+#include "aten/TensorRef.h"
+#include "core/TpuGenerator.h"
+#include "core/TpuStatus.h"
+
+namespace torch_tpu {
+namespace {
+
+constexpr auto kTpu = c10::DeviceType::PrivateUse1;
+
+std::mutex fallback_mutex;
+std::map<std::string, int64_t> fallback_counts;
+
+bool fallback_allowed() {
+  const char* v = std::getenv("TORCH_TPU_FALLBACK");
+  return !(v && std::strcmp(v, "0") == 0);
+}
+
+bool is_tpu(const at::Tensor& t) {
+  return t.defined() && t.device().type() == kTpu;
+}
+
+std::string op_name(const c10::OperatorHandle& op) {
+  const auto& s = op.schema();
+  return s.overload_name().empty() ? s.name()
+                                   : s.name() + "." + s.overload_name();
+}
+
+void cpu_fallback_counted(const c10::OperatorHandle& op, torch::jit::Stack* stack,
+                          const std::string& name, const char* why) {
+  TORCH_CHECK_NOT_IMPLEMENTED(
+      fallback_allowed(), name, " ", why,
+      ", and the CPU fallback is disabled (TORCH_TPU_FALLBACK=0)");
+  bool first;
+  {
+    std::lock_guard<std::mutex> lock(fallback_mutex);
+    first = fallback_counts[name]++ == 0;
+  }
+  if (first)
+    TORCH_WARN(name, " ", why, "; running it on the CPU (counted in "
+               "torch.tpu.fallback_counts(); TORCH_TPU_FALLBACK=0 makes this "
+               "an error)");
+  at::native::cpu_fallback(op, stack, /*error_on_views=*/true);
+}
+
+// Meta twin of a tpu tensor: same sizes, strides, offset and dtype.
+at::Tensor to_meta(const at::Tensor& t) {
+  if (!is_tpu(t)) return t;
+  auto opts = t.options().device(c10::kMeta);
+  int64_t storage_elems = static_cast<int64_t>(
+      t.storage().nbytes() / std::max<size_t>(t.dtype().itemsize(), 1));
+  return at::empty({storage_elems}, opts)
+      .as_strided(t.sizes(), t.strides(), t.storage_offset());
+}
+
+bool is_generator_arg(const c10::Argument& a) {
+  auto t = a.type();
+  if (auto opt = t->cast<c10::OptionalType>()) t = opt->getElementType();
+  return t->kind() == c10::TypeKind::GeneratorType;
+}
+
+bool is_scalar_arg(const c10::Argument& a) {
+  auto t = a.type();
+  if (auto opt = t->cast<c10::OptionalType>()) t = opt->getElementType();
+  return t->kind() == c10::TypeKind::NumberType;
+}
+
+bool writes(const c10::Argument& a) {
+  return a.alias_info() && a.alias_info()->isWrite();
+}
+
+// Everything that must outlive the C call.
+struct CallState {
+  std::deque<tpr_tensor_ref_t> refs;
+  std::deque<std::vector<const tpr_tensor_ref_t*>> ref_lists;
+  std::deque<std::vector<int64_t>> int_lists;
+  std::deque<std::vector<double>> double_lists;
+  std::deque<std::unique_ptr<bool[]>> bool_lists;
+  std::deque<std::string> strings;
+  std::vector<at::Tensor> keep_alive;
+  std::vector<tpr_eager_arg_t> args;
+  std::vector<at::Tensor> outs;  // result targets, in rule order
+  std::vector<tpr_type_t> out_types;
+  std::vector<const tpr_tensor_ref_t*> targets;
+};
+
+const tpr_tensor_ref_t* add_ref(CallState& st, const at::Tensor& t,
+                                const char* op, c10::Device device) {
+  at::Tensor x = t;
+  if (!is_tpu(x)) {  // CPU scalars and the like move over
+    x = x.to(device);
+    st.keep_alive.push_back(x);
+  }
+  st.refs.push_back(tensor_ref(x, op));
+  return &st.refs.back();
+}
+
+uint64_t rng_increment(const std::vector<tpr_type_t>& outs) {
+  // Counter space a random op may use: generous, it is 64-bit.
+  uint64_t n = 0;
+  for (const auto& t : outs) n += static_cast<uint64_t>(tpr_type_numel(&t));
+  return 4 * n + 4;
+}
+
+void convert_arg(CallState& st, const c10::Argument& schema_arg,
+                 const c10::IValue& v, const char* op, c10::Device device,
+                 tpr_eager_arg_t& out, bool& needs_rng) {
+  tpr_arg_t& a = out.arg;
+  if (is_generator_arg(schema_arg)) {
+    a.kind = TPR_ARG_GENERATOR;
+    needs_rng = true;
+    return;  // state filled in once out types are known
+  }
+  if (v.isNone()) {
+    a.kind = TPR_ARG_NONE;
+  } else if (v.isTensor()) {
+    const at::Tensor& t = v.toTensor();
+    if (!t.defined()) {
+      a.kind = TPR_ARG_NONE;
+      return;
+    }
+    a.kind = TPR_ARG_TENSOR;
+    out.tensor = add_ref(st, t, op, device);
+  } else if (is_scalar_arg(schema_arg) || v.isScalar()) {
+    if (is_scalar_arg(schema_arg)) {
+      a.kind = TPR_ARG_TENSOR;
+      a.is_scalar = true;
+      if (v.isDouble()) {
+        out.scalar_dtype = TPR_DTYPE_F64;
+        out.scalar.d = v.toDouble();
+      } else if (v.isBool()) {
+        out.scalar_dtype = TPR_DTYPE_BOOL;
+        out.scalar.b = v.toBool();
+      } else if (v.isComplexDouble()) {
+        auto c = v.toComplexDouble();
+        out.scalar_dtype = TPR_DTYPE_C128;
+        out.scalar.c[0] = c.real();
+        out.scalar.c[1] = c.imag();
+      } else {
+        out.scalar_dtype = TPR_DTYPE_S64;
+        out.scalar.i = v.isSymInt() ? v.toSymInt().guard_int(__FILE__, __LINE__)
+                                    : v.toInt();
+      }
+    } else if (v.isDouble()) {
+      a.kind = TPR_ARG_DOUBLE;
+      a.d = v.toDouble();
+    } else if (v.isBool()) {
+      a.kind = TPR_ARG_BOOL;
+      a.b = v.toBool();
+    } else if (v.isInt() || v.isSymInt()) {
+      a.kind = TPR_ARG_INT;
+      a.i = v.isInt() ? v.toInt() : v.toSymInt().guard_int(__FILE__, __LINE__);
+    } else {
+      a.kind = TPR_ARG_OTHER;
+    }
+    // ScalarType arguments are ints in the IValue: map them.
+    auto t = schema_arg.type();
+    if (auto opt = t->cast<c10::OptionalType>()) t = opt->getElementType();
+    if (t->kind() == c10::TypeKind::ScalarTypeType && a.kind == TPR_ARG_INT) {
+      a.kind = TPR_ARG_DTYPE;
+      a.dtype = to_tpr_dtype(static_cast<c10::ScalarType>(a.i));
+    }
+  } else if (v.isIntList() || v.isSymIntList()) {
+    std::vector<int64_t> ints;
+    if (v.isIntList()) {
+      ints = v.toIntVector();
+    } else {
+      for (const auto& s : v.toSymIntVector())
+        ints.push_back(s.guard_int(__FILE__, __LINE__));
+    }
+    st.int_lists.push_back(std::move(ints));
+    a.kind = TPR_ARG_INT_LIST;
+    a.ints = st.int_lists.back().data();
+    a.count = static_cast<int32_t>(st.int_lists.back().size());
+  } else if (v.isDoubleList()) {
+    st.double_lists.push_back(v.toDoubleVector());
+    a.kind = TPR_ARG_DOUBLE_LIST;
+    a.doubles = st.double_lists.back().data();
+    a.count = static_cast<int32_t>(st.double_lists.back().size());
+  } else if (v.isBoolList()) {
+    auto l = v.toBoolList();
+    std::unique_ptr<bool[]> b(new bool[l.size() + 1]);
+    for (size_t i = 0; i < l.size(); i++) b[i] = l[i];
+    a.kind = TPR_ARG_BOOL_LIST;
+    a.bools = b.get();
+    a.count = static_cast<int32_t>(l.size());
+    st.bool_lists.push_back(std::move(b));
+  } else if (v.isTensorList() || v.isOptionalTensorList() || v.isList()) {
+    std::vector<const tpr_tensor_ref_t*> refs;
+    for (const auto& e : v.toListRef()) {
+      if (e.isTensor() && e.toTensor().defined())
+        refs.push_back(add_ref(st, e.toTensor(), op, device));
+      else if (e.isNone() || e.isTensor())
+        refs.push_back(nullptr);
+      else
+        TORCH_CHECK_NOT_IMPLEMENTED(false, op, ": unsupported list argument");
+    }
+    st.ref_lists.push_back(std::move(refs));
+    a.kind = TPR_ARG_TENSOR_LIST;
+    a.count = static_cast<int32_t>(st.ref_lists.back().size());
+    out.tensors = st.ref_lists.back().data();
+  } else if (v.isString()) {
+    st.strings.push_back(v.toStringRef());
+    a.kind = TPR_ARG_STRING;
+    a.s = st.strings.back().c_str();
+  } else {
+    a.kind = TPR_ARG_OTHER;
+  }
+}
+
+c10::Device find_device(const torch::jit::Stack& args) {
+  for (const auto& v : args) {
+    if (v.isTensor() && is_tpu(v.toTensor())) return v.toTensor().device();
+    if (v.isList()) {
+      for (const auto& e : v.toListRef())
+        if (e.isTensor() && is_tpu(e.toTensor())) return e.toTensor().device();
+    }
+  }
+  return c10::Device(kTpu, current_device());
+}
+
+void add_out(CallState& st, const at::Tensor& real, const char* op) {
+  st.outs.push_back(real);
+  st.out_types.push_back(tensor_type(real, op));
+}
+
+// Runs an op that has a lowering rule. Returns false when it cannot
+// (no meta kernel), so the caller may fall back.
+bool run_native(const c10::OperatorHandle& op, torch::jit::Stack* stack,
+                const std::string& name) {
+  const auto& schema = op.schema();
+  const size_t nargs = schema.arguments().size();
+  torch::jit::Stack args(stack->end() - nargs, stack->end());
+  c10::Device device = find_device(args);
+
+  // 1. Result metadata from PyTorch's meta kernel.
+  torch::jit::Stack meta;
+  meta.reserve(nargs);
+  for (size_t i = 0; i < nargs; i++) {
+    const auto& v = args[i];
+    const auto& sa = schema.arguments()[i];
+    if (is_generator_arg(sa)) {
+      meta.emplace_back();
+    } else if (v.isTensor()) {
+      meta.emplace_back(to_meta(v.toTensor()));
+    } else if (v.isTensorList()) {
+      std::vector<at::Tensor> l;
+      for (const auto& t : v.toTensorVector()) l.push_back(to_meta(t));
+      meta.emplace_back(l);
+    } else if (v.isOptionalTensorList()) {
+      c10::List<std::optional<at::Tensor>> l;
+      for (const auto& e : v.toListRef())
+        l.push_back(e.isTensor() ? std::optional<at::Tensor>(to_meta(e.toTensor()))
+                                 : std::nullopt);
+      meta.emplace_back(l);
+    } else if (v.isDevice() && v.toDevice().type() == kTpu) {
+      meta.emplace_back(c10::Device(c10::kMeta));
+    } else {
+      meta.push_back(v);
+    }
+  }
+  if (!op.hasKernelForDispatchKey(c10::DispatchKey::Meta)) return false;
+  const torch::jit::Stack meta_args = meta;  // the call replaces args by returns
+  op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::Meta), &meta);
+
+  // 2. Targets: fresh results, out= arguments, in-place arguments.
+  CallState st;
+  std::vector<c10::IValue> returns;
+  bool is_out_fn = false;
+  for (const auto& a : schema.arguments()) is_out_fn |= a.is_out();
+  if (!is_out_fn) {
+    for (size_t r = 0; r < schema.returns().size(); r++) {
+      const auto& ret = schema.returns()[r];
+      if (ret.alias_info()) continue;  // returns an argument (in-place)
+      const auto& mv = meta[r];
+      if (mv.isTensor()) {
+        const auto& m = mv.toTensor();
+        auto real = at::empty_strided(m.sizes(), m.strides(),
+                                      m.options().device(device));
+        add_out(st, real, name.c_str());
+        returns.emplace_back(real);
+      } else if (mv.isTensorList()) {
+        std::vector<at::Tensor> list;
+        for (const auto& m : mv.toTensorVector()) {
+          auto real = at::empty_strided(m.sizes(), m.strides(),
+                                        m.options().device(device));
+          add_out(st, real, name.c_str());
+          list.push_back(real);
+        }
+        returns.emplace_back(list);
+      } else {
+        return false;  // non-tensor results: not a rule's business
+      }
+    }
+  }
+  std::vector<int> stripped(nargs, 0);
+  for (size_t i = 0; i < nargs; i++) {
+    const auto& sa = schema.arguments()[i];
+    if (!writes(sa)) continue;
+    stripped[i] = sa.is_out();
+    const auto& v = args[i];
+    if (v.isTensor()) {
+      at::Tensor real = v.toTensor();
+      if (sa.is_out()) {  // out= may be resized by the meta kernel
+        const auto& m = meta_args[i].toTensor();
+        if (real.sizes() != m.sizes()) at::native::resize_output(real, m.sizes());
+        if (real.strides() != m.strides())
+          real.as_strided_(m.sizes(), m.strides(), real.storage_offset());
+      }
+      add_out(st, real, name.c_str());
+    } else if (v.isTensorList()) {
+      for (const auto& t : v.toTensorVector()) add_out(st, t, name.c_str());
+    }
+  }
+
+  // 3. Arguments in schema order, out= stripped.
+  int gen_index = -1;
+  size_t gen_arg = 0;
+  for (size_t i = 0; i < nargs; i++) {
+    if (stripped[i]) continue;
+    st.args.emplace_back();
+    tpr_eager_arg_t& ea = st.args.back();
+    std::memset(&ea, 0, sizeof ea);
+    bool rng = false;
+    convert_arg(st, schema.arguments()[i], args[i], name.c_str(), device, ea, rng);
+    if (rng) {
+      gen_index = static_cast<int>(st.args.size() - 1);
+      gen_arg = i;
+    }
+  }
+  if (gen_index >= 0) {
+    const auto& gv = args[gen_arg];
+    at::Generator gen = gv.isNone() ? default_generator(device.index())
+                                    : gv.toGenerator();
+    auto* impl = gen.get<TpuGeneratorImpl>();
+    TORCH_CHECK(impl, name, ": expected a tpu generator");
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    auto so = impl->reserve(rng_increment(st.out_types));
+    st.args[gen_index].rng_state[0] = so.first;
+    st.args[gen_index].rng_state[1] = so.second;
+  }
+
+  for (auto& t : st.outs) {
+    st.refs.push_back(tensor_ref(t, name.c_str()));
+    st.targets.push_back(&st.refs.back());
+  }
+  tpr_eager_call_t call = {};
+  call.op_name = name.c_str();
+  call.device = device.index();
+  call.args = st.args.data();
+  call.num_args = static_cast<int32_t>(st.args.size());
+  call.out_types = st.out_types.data();
+  call.num_outs = static_cast<int32_t>(st.out_types.size());
+  call.out_targets = st.targets.data();
+  check(tpr_eager_run(&call));
+
+  // 4. Results: fresh tensors, or the arguments the op returns.
+  torch::jit::drop(*stack, nargs);
+  if (is_out_fn) {
+    for (size_t i = 0; i < nargs; i++)
+      if (schema.arguments()[i].is_out()) stack->push_back(args[i]);
+  } else {
+    size_t fresh = 0;
+    for (size_t r = 0; r < schema.returns().size(); r++) {
+      const auto& ret = schema.returns()[r];
+      if (!ret.alias_info()) {
+        stack->push_back(returns[fresh++]);
+        continue;
+      }
+      // An aliased return: the written argument it names (self for x_()).
+      for (size_t i = 0; i < nargs; i++) {
+        const auto& ai = schema.arguments()[i].alias_info();
+        if (ai && ai->isWrite() && ai->beforeSets() == ret.alias_info()->beforeSets()) {
+          stack->push_back(args[i]);
+          break;
+        }
+      }
+    }
+  }
+  return true;
+}
+
+void tpu_fallback(const c10::OperatorHandle& op, c10::DispatchKeySet,
+                  torch::jit::Stack* stack) {
+  std::string name = op_name(op);
+  if (tpr_rule_find(name.c_str())) {
+    if (run_native(op, stack, name)) return;
+    cpu_fallback_counted(op, stack, name, "has a tpu rule but no meta kernel");
+    return;
+  }
+  cpu_fallback_counted(op, stack, name, "has no tpu lowering");
+}
+
+TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&tpu_fallback>());
+}
+
+}  // namespace
+
+std::map<std::string, int64_t> fallback_counts_snapshot() {
+  std::lock_guard<std::mutex> lock(fallback_mutex);
+  return fallback_counts;
+}
+
+void reset_fallback_counts() {
+  std::lock_guard<std::mutex> lock(fallback_mutex);
+  fallback_counts.clear();
+}
+
+}  // namespace torch_tpu

@@ -1,0 +1,185 @@
+// Kernels every device needs by hand: allocation, the view family's
+// metadata kernels (views must alias, so they never fall back), resize_,
+// set_, copies across devices, and .item().
+#include <ATen/EmptyTensor.h>
+#include <ATen/core/op_registration/adaption.h>
+#include <ATen/native/Resize.h>
+#include <ATen/ops/_reshape_alias_native.h>
+#include <ATen/ops/as_strided_native.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/unfold_native.h>
+#include <ATen/ops/view_native.h>
+#include <c10/core/DeviceGuard.h>
+#include <torch/library.h>
+
+#include "aten/TensorRef.h"
+#include "core/TpuStatus.h"
+
+namespace torch_tpu {
+namespace {
+
+constexpr c10::DispatchKeySet kTpuKeys(c10::DispatchKey::PrivateUse1);
+
+at::Tensor empty_memory_format(c10::IntArrayRef size,
+                               std::optional<c10::ScalarType> dtype,
+                               std::optional<c10::Layout> layout,
+                               std::optional<c10::Device> device,
+                               std::optional<bool> pin_memory,
+                               std::optional<c10::MemoryFormat> memory_format) {
+  auto dev = c10::device_or_default(device);
+  TORCH_CHECK(c10::layout_or_default(layout) == c10::Layout::Strided,
+              "tpu supports only strided tensors");
+  TORCH_CHECK(!c10::pinned_memory_or_default(pin_memory),
+              "pin_memory is for CPU tensors only");
+  auto st = c10::dtype_or_default(dtype);
+  checked_dtype(st, "empty");
+  c10::DeviceGuard guard(dev);
+  return at::detail::empty_generic(size, tpu_allocator(), kTpuKeys, st,
+                                   memory_format);
+}
+
+at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride,
+                         std::optional<c10::ScalarType> dtype,
+                         std::optional<c10::Layout> layout,
+                         std::optional<c10::Device> device,
+                         std::optional<bool> pin_memory) {
+  auto dev = c10::device_or_default(device);
+  TORCH_CHECK(c10::layout_or_default(layout) == c10::Layout::Strided,
+              "tpu supports only strided tensors");
+  auto st = c10::dtype_or_default(dtype);
+  checked_dtype(st, "empty_strided");
+  c10::DeviceGuard guard(dev);
+  return at::detail::empty_strided_generic(size, stride, tpu_allocator(),
+                                           kTpuKeys, st);
+}
+
+void ensure_storage_fits(const at::Tensor& self) {
+  size_t needed = at::detail::computeStorageNbytes(
+      self.sizes(), self.strides(), self.dtype().itemsize(),
+      self.storage_offset());
+  auto* impl = self.storage().unsafeGetStorageImpl();
+  if (needed > impl->nbytes()) resize_storage_bytes(impl, needed);
+}
+
+const at::Tensor& resize_(const at::Tensor& self, c10::IntArrayRef size,
+                          std::optional<c10::MemoryFormat> memory_format) {
+  auto* impl = self.unsafeGetTensorImpl();
+  impl->set_sizes_contiguous(size);
+  if (memory_format) impl->empty_tensor_restride(*memory_format);
+  ensure_storage_fits(self);
+  return self;
+}
+
+at::Tensor& set_storage(at::Tensor& self, c10::Storage source,
+                        c10::SymInt offset, c10::SymIntArrayRef size,
+                        c10::SymIntArrayRef stride) {
+  TORCH_CHECK(source.device_type() == c10::DeviceType::PrivateUse1,
+              "set_: expected a tpu storage, got one on ", source.device());
+  auto* impl = self.unsafeGetTensorImpl();
+  impl->set_storage_keep_dtype(std::move(source));
+  impl->set_storage_offset(offset.expect_int());
+  impl->set_sizes_and_strides(C10_AS_INTARRAYREF_SLOW(size),
+                              C10_AS_INTARRAYREF_SLOW(stride));
+  ensure_storage_fits(self);
+  return self;
+}
+
+at::Tensor& set_source_storage(at::Tensor& self, c10::Storage source) {
+  int64_t n = static_cast<int64_t>(source.nbytes() / self.dtype().itemsize());
+  c10::SymInt sizes[1] = {n};
+  c10::SymInt strides[1] = {1};
+  return set_storage(self, std::move(source), 0, sizes, strides);
+}
+
+at::Tensor& set_source_tensor(at::Tensor& self, const at::Tensor& src) {
+  return set_storage(self, src.storage(), src.storage_offset(),
+                     src.sym_sizes(), src.sym_strides());
+}
+
+at::Tensor& set_empty(at::Tensor& self) {
+  c10::Storage storage(c10::Storage::use_byte_size_t(), 0, tpu_allocator(),
+                       /*resizable=*/true);
+  c10::SymInt sizes[1] = {0};
+  c10::SymInt strides[1] = {1};
+  return set_storage(self, std::move(storage), 0, sizes, strides);
+}
+
+// tpu -> tpu copy with dtype conversion and broadcasting, on the device.
+void copy_on_device(const at::Tensor& src, const at::Tensor& dst) {
+  tpr_tensor_ref_t s = tensor_ref(src, "copy_");
+  tpr_tensor_ref_t d = tensor_ref(dst, "copy_");
+  tpr_eager_arg_t arg = {};
+  arg.arg.kind = TPR_ARG_TENSOR;
+  arg.tensor = &s;
+  tpr_type_t out = tensor_type(dst, "copy_");
+  const tpr_tensor_ref_t* targets[1] = {&d};
+  tpr_eager_call_t call = {"aten::copy_", static_cast<int>(dst.device().index()),
+                           &arg, 1, &out, 1, targets, tpr_eager_lower_copy};
+  check(tpr_eager_run(&call));
+}
+
+at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst,
+                      bool non_blocking) {
+  if (self.numel() == 0) return dst;
+  TORCH_CHECK(!self.is_conj() && !dst.is_conj() && !self.is_neg(),
+              "copy_: conjugate/negative views are not supported on tpu yet");
+  bool src_tpu = self.device().type() == c10::DeviceType::PrivateUse1;
+  bool dst_tpu = dst.device().type() == c10::DeviceType::PrivateUse1;
+  if (src_tpu && dst_tpu) {
+    copy_on_device(self, dst);
+  } else if (dst_tpu) {  // host -> device
+    TORCH_CHECK(self.device().is_cpu(), "copy_: cannot copy from ",
+                self.device(), " to tpu");
+    at::Tensor host = self.to(dst.scalar_type()).expand(dst.sizes()).contiguous();
+    tpr_tensor_ref_t d = tensor_ref(dst, "copy_");
+    check(tpr_tensor_write_host(&d, host.const_data_ptr(), host.nbytes()));
+  } else {  // device -> host
+    TORCH_CHECK(dst.device().is_cpu(), "copy_: cannot copy from tpu to ",
+                dst.device());
+    tpr_tensor_ref_t s = tensor_ref(self, "copy_");
+    if (dst.is_contiguous() && dst.scalar_type() == self.scalar_type() &&
+        dst.sizes() == self.sizes()) {
+      check(tpr_tensor_read_host(&s, dst.mutable_data_ptr(), dst.nbytes()));
+    } else {
+      at::Tensor host = at::empty(self.sizes(), self.options().device(c10::kCPU));
+      check(tpr_tensor_read_host(&s, host.mutable_data_ptr(), host.nbytes()));
+      dst.copy_(host);
+    }
+  }
+  return dst;
+}
+
+at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
+  at::native::resize_output(dst, self.sizes());
+  return copy_from(self, dst, false);
+}
+
+at::Scalar _local_scalar_dense(const at::Tensor& self) {
+  TORCH_CHECK(self.numel() == 1, "a Tensor with ", self.numel(),
+              " elements cannot be converted to Scalar");
+  at::Tensor host = at::empty({}, self.options().device(c10::kCPU));
+  tpr_tensor_ref_t s = tensor_ref(self, "_local_scalar_dense");
+  s.rank = 0;
+  check(tpr_tensor_read_host(&s, host.mutable_data_ptr(), host.nbytes()));
+  return host.item();
+}
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("empty.memory_format", empty_memory_format);
+  m.impl("empty_strided", empty_strided);
+  m.impl("as_strided", at::native::as_strided_tensorimpl);
+  m.impl("view", at::native::view);
+  m.impl("_reshape_alias", at::native::_reshape_alias);
+  m.impl("unfold", at::native::unfold);
+  m.impl("resize_", resize_);
+  m.impl("set_.source_Storage", set_source_storage);
+  m.impl("set_.source_Storage_storage_offset", set_storage);
+  m.impl("set_.source_Tensor", set_source_tensor);
+  m.impl("set_", set_empty);
+  m.impl("_copy_from", copy_from);
+  m.impl("_copy_from_and_resize", copy_from_and_resize);
+  m.impl("_local_scalar_dense", _local_scalar_dense);
+}
+
+}  // namespace
+}  // namespace torch_tpu

@@ -1,0 +1,107 @@
+#include "core/TpuContext.h"
+
+#include <c10/util/Exception.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+#include "core/TpuStatus.h"
+
+namespace torch_tpu {
+
+namespace {
+std::mutex dirs_mutex;
+std::vector<std::string> search_dirs;
+thread_local c10::DeviceIndex current = 0;
+
+bool env_flag(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v && std::strcmp(v, "0") != 0 && std::strcmp(v, "false") != 0;
+}
+
+tpr_status_t init_runtime() {
+  std::vector<const char*> dirs;
+  std::lock_guard<std::mutex> lock(dirs_mutex);
+  for (const auto& d : search_dirs) dirs.push_back(d.c_str());
+  tpr_eager_options_t o = {};
+  o.plugin_spec = std::getenv("TORCH_TPU_PJRT_PLUGIN");
+  o.search_dirs = dirs.data();
+  o.num_search_dirs = dirs.size();
+  const char* n = std::getenv("TORCH_TPU_CPU_DEVICE_COUNT");
+  o.cpu_device_count = n ? std::atoll(n) : 1;
+  o.launch_blocking =
+      env_flag("TORCH_TPU_LAUNCH_BLOCKING") || env_flag("TPU_LAUNCH_BLOCKING");
+  return tpr_eager_init(&o);
+}
+}  // namespace
+
+void throw_status(tpr_status_t s) {
+  std::string msg = tpr_status_message(s);
+  tpr_status_code_t code = tpr_status_code(s);
+  tpr_status_free(s);
+  switch (code) {
+    case TPR_RESOURCE_EXHAUSTED:
+      TORCH_CHECK_WITH(OutOfMemoryError, false, "tpu: ", msg);
+    case TPR_INVALID_ARGUMENT:
+      TORCH_CHECK_VALUE(false, msg);
+    case TPR_OUT_OF_RANGE:
+      TORCH_CHECK_INDEX(false, msg);
+    case TPR_UNIMPLEMENTED:
+      TORCH_CHECK_NOT_IMPLEMENTED(false, msg);
+    default:
+      TORCH_CHECK(false, msg);
+  }
+}
+
+void set_search_dirs(std::vector<std::string> dirs) {
+  std::lock_guard<std::mutex> lock(dirs_mutex);
+  search_dirs = std::move(dirs);
+}
+
+void ensure_initialized() {
+  if (tpr_eager_is_initialized()) return;
+  tpr_status_t s = init_runtime();
+  if (!tpr_status_is_ok(s)) {
+    std::string msg = tpr_status_message(s);
+    tpr_status_free(s);
+    TORCH_CHECK(false, "tpu device unavailable: ", msg);
+  }
+}
+
+bool try_initialize() {
+  if (tpr_eager_is_initialized()) return true;
+  tpr_status_free(init_runtime());
+  return tpr_eager_is_initialized();
+}
+
+bool is_initialized() { return tpr_eager_is_initialized(); }
+
+c10::DeviceIndex device_count() noexcept {
+  if (!try_initialize()) return 0;
+  return static_cast<c10::DeviceIndex>(
+      tpr_client_device_count(tpr_eager_client()));
+}
+
+void check_device_index(c10::DeviceIndex index) {
+  ensure_initialized();
+  auto n = device_count();
+  TORCH_CHECK_INDEX(index >= 0 && index < n, "tpu device index ", (int)index,
+                    " is out of range: ", (int)n, " tpu device(s) available");
+}
+
+c10::DeviceIndex current_device() { return current; }
+
+void set_current_device(c10::DeviceIndex index) {
+  check_device_index(index);
+  current = index;
+}
+
+tpr_storage_t* storage_of(const c10::Storage& storage) {
+  TORCH_CHECK(is_tpu_data_ptr(storage.data_ptr()),
+              "expected a storage made by the tpu allocator");
+  auto* h = static_cast<StorageHandle*>(storage.data_ptr().get_context());
+  return h->storage;
+}
+
+}  // namespace torch_tpu

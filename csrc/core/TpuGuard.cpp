@@ -1,0 +1,106 @@
+// DeviceGuardImplInterface for tpu. PJRT orders work through buffer
+// dependencies, so there is one stream per device (id 0); events mark a
+// point on the host timeline and synchronizing one waits for the device.
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+
+#include <chrono>
+
+#include "core/TpuContext.h"
+#include "core/TpuStatus.h"
+
+namespace torch_tpu {
+namespace {
+
+constexpr c10::DeviceType kTpu = c10::DeviceType::PrivateUse1;
+
+struct TpuEvent {
+  bool recorded = false;
+  double time_ms = 0;
+  bool timing = false;
+};
+
+double now_ms() {
+  using namespace std::chrono;
+  return duration<double, std::milli>(steady_clock::now().time_since_epoch())
+      .count();
+}
+
+struct TpuGuardImpl final : public c10::impl::DeviceGuardImplInterface {
+  c10::DeviceType type() const override { return kTpu; }
+
+  c10::Device exchangeDevice(c10::Device d) const override {
+    auto old = getDevice();
+    if (d.index() != old.index()) setDevice(d);
+    return old;
+  }
+  c10::Device getDevice() const override {
+    return c10::Device(kTpu, current_device());
+  }
+  void setDevice(c10::Device d) const override {
+    TORCH_CHECK(d.type() == kTpu, "expected a tpu device, got ", d);
+    set_current_device(d.index() < 0 ? 0 : d.index());
+  }
+  void uncheckedSetDevice(c10::Device d) const noexcept override {
+    try {
+      setDevice(d);
+    } catch (...) {
+    }
+  }
+  c10::Stream getStream(c10::Device d) const override {
+    return c10::Stream(c10::Stream::DEFAULT, d);
+  }
+  c10::Stream getDefaultStream(c10::Device d) const override {
+    return c10::Stream(c10::Stream::DEFAULT, d);
+  }
+  c10::Stream getNewStream(c10::Device d, int) const override {
+    return c10::Stream(c10::Stream::DEFAULT, d);
+  }
+  c10::Stream getStreamFromGlobalPool(c10::Device d, bool) const override {
+    return c10::Stream(c10::Stream::DEFAULT, d);
+  }
+  c10::Stream exchangeStream(c10::Stream s) const override {
+    return c10::Stream(c10::Stream::DEFAULT, s.device());
+  }
+  c10::DeviceIndex deviceCount() const noexcept override {
+    return device_count();
+  }
+
+  void record(void** event, const c10::Stream& stream,
+              const c10::DeviceIndex, const c10::EventFlag flag) const override {
+    if (!*event) *event = new TpuEvent();
+    auto* e = static_cast<TpuEvent*>(*event);
+    e->timing = flag == c10::EventFlag::BACKEND_DEFAULT;
+    if (e->timing && is_initialized())
+      check(tpr_eager_synchronize(stream.device_index()));
+    e->recorded = true;
+    e->time_ms = now_ms();
+  }
+  void block(void*, const c10::Stream&) const override {
+    // One stream per device: work is already ordered.
+  }
+  bool queryEvent(void*) const override { return true; }
+  void destroyEvent(void* event, const c10::DeviceIndex) const noexcept override {
+    delete static_cast<TpuEvent*>(event);
+  }
+  void synchronizeEvent(void*) const override { synchronizeDevice(0); }
+  double elapsedTime(void* a, void* b, const c10::DeviceIndex) const override {
+    auto* ea = static_cast<TpuEvent*>(a);
+    auto* eb = static_cast<TpuEvent*>(b);
+    TORCH_CHECK(ea && eb && ea->recorded && eb->recorded,
+                "elapsed_time needs two recorded events");
+    return eb->time_ms - ea->time_ms;
+  }
+  bool queryStream(const c10::Stream&) const override { return true; }
+  void synchronizeStream(const c10::Stream& s) const override {
+    synchronizeDevice(s.device_index());
+  }
+  void synchronizeDevice(const c10::DeviceIndex index) const override {
+    if (is_initialized()) check(tpr_eager_synchronize(index));
+  }
+  void recordDataPtrOnStream(const c10::DataPtr&, const c10::Stream&) const override {}
+};
+
+C10_REGISTER_GUARD_IMPL(PrivateUse1, TpuGuardImpl);
+
+}  // namespace
+}  // namespace torch_tpu

@@ -1,0 +1,109 @@
+// The process-wide device context: plugin, client, executor lock, the queue
+// of in-flight results.
+#include <stdio.h>
+#include <string.h>
+
+#include "eager/internal.h"
+
+static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t exec_lock = PTHREAD_MUTEX_INITIALIZER;
+static tpr_client_t* client;
+static tpr_status_t init_error;  // remembered failure, owned here
+static bool initialized;
+static atomic_bool launch_blocking;
+
+void tpr_eager_lock(void) { pthread_mutex_lock(&exec_lock); }
+void tpr_eager_unlock(void) { pthread_mutex_unlock(&exec_lock); }
+
+static tpr_status_t status_copy(tpr_status_t s) {
+  if (tpr_status_is_ok(s)) return s;
+  return tpr_status_make(tpr_status_code(s), "%s", tpr_status_message(s));
+}
+
+static tpr_status_t do_init(const tpr_eager_options_t* o) {
+  char* path = NULL;
+  TPR_RETURN_IF_ERROR(tpr_plugin_discover(o->plugin_spec, o->search_dirs,
+                                          o->num_search_dirs, &path));
+  tpr_plugin_t* plugin = NULL;
+  tpr_status_t s = tpr_plugin_load(path, &plugin);
+  tpr_free(path);
+  TPR_RETURN_IF_ERROR(s);
+  tpr_client_options_t co;
+  tpr_client_options_initialize(&co);
+  co.cpu_device_count = o->cpu_device_count > 0 ? o->cpu_device_count : 1;
+  return tpr_client_create(plugin, &co, &client);
+}
+
+tpr_status_t tpr_eager_init(const tpr_eager_options_t* options) {
+  pthread_mutex_lock(&init_lock);
+  if (!initialized) {
+    if (options->launch_blocking) atomic_store(&launch_blocking, true);
+    init_error = do_init(options);
+    initialized = true;
+  }
+  tpr_status_t s = status_copy(init_error);
+  pthread_mutex_unlock(&init_lock);
+  return s;
+}
+
+bool tpr_eager_is_initialized(void) { return client != NULL; }
+tpr_client_t* tpr_eager_client(void) { return client; }
+void tpr_eager_set_launch_blocking(bool on) { atomic_store(&launch_blocking, on); }
+bool tpr_eager_launch_blocking(void) { return atomic_load(&launch_blocking); }
+
+//===--- in-flight results ------------------------------------------------===//
+//
+// Results of recent executions, oldest first. synchronize() awaits them all;
+// when the queue is full the oldest half is awaited, which bounds how far
+// the host runs ahead of the device (like a CUDA launch queue).
+
+#define PENDING_MAX 256
+static tpr_buffer_t* pending[PENDING_MAX];
+static int pending_count;
+static pthread_mutex_t pending_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static tpr_status_t await_oldest(int n, tpr_buffer_t** taken) {
+  // Called with pending_lock held: moves the n oldest out.
+  for (int i = 0; i < n; i++) taken[i] = pending[i];
+  memmove(pending, pending + n, (size_t)(pending_count - n) * sizeof pending[0]);
+  pending_count -= n;
+  return tpr_ok_status();
+}
+
+static tpr_status_t await_all(tpr_buffer_t** bufs, int n) {
+  tpr_status_t first = tpr_ok_status();
+  for (int i = 0; i < n; i++) {
+    first = tpr_status_join(first, tpr_buffer_await(bufs[i]));
+    tpr_buffer_release(bufs[i]);
+  }
+  return first;
+}
+
+void tpr_pending_push(tpr_buffer_t* buffer) {
+  tpr_buffer_t* taken[PENDING_MAX / 2];
+  int n = 0;
+  pthread_mutex_lock(&pending_lock);
+  if (pending_count == PENDING_MAX) {
+    n = PENDING_MAX / 2;
+    (void)await_oldest(n, taken);
+  }
+  pending[pending_count++] = tpr_buffer_retain(buffer);
+  pthread_mutex_unlock(&pending_lock);
+  // Errors of these computations also live in the storages' buffers and
+  // surface when those are read; here we only wait.
+  tpr_status_free(await_all(taken, n));
+}
+
+tpr_status_t tpr_pending_drain(void) {
+  tpr_buffer_t* taken[PENDING_MAX];
+  pthread_mutex_lock(&pending_lock);
+  int n = pending_count;
+  (void)await_oldest(n, taken);
+  pthread_mutex_unlock(&pending_lock);
+  return await_all(taken, n);
+}
+
+tpr_status_t tpr_eager_synchronize(int ordinal) {
+  (void)ordinal;
+  return tpr_pending_drain();
+}

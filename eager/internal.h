@@ -1,0 +1,39 @@
+// Private state shared by the eager executor's files.
+#ifndef TPR_EAGER_INTERNAL_H_
+#define TPR_EAGER_INTERNAL_H_
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "tpr/eager.h"
+
+struct tpr_storage {
+  atomic_int ref;
+  int device;
+  size_t nbytes;
+  // Guarded by the executor lock: swapped by writes, read by every op.
+  tpr_buffer_t* buffer;
+};
+
+// The executor lock: guards storage buffers, the graph, the cache, stats.
+void tpr_eager_lock(void);
+void tpr_eager_unlock(void);
+
+// Replaces the storage's buffer (takes ownership of |buffer|); lock held.
+void tpr_storage_swap_buffer(tpr_storage_t* storage, tpr_buffer_t* buffer);
+// Gives a never-written storage a zero-filled buffer of |dtype|; lock held.
+tpr_status_t tpr_storage_materialize(tpr_storage_t* storage,
+                                     tpr_dtype_t dtype);
+
+// In-memory executable cache keyed by a 128-bit graph hash; lock held.
+tpr_executable_t* tpr_exec_cache_find(const uint64_t key[2]);
+// Takes a reference to |exe|.
+tpr_status_t tpr_exec_cache_insert(const uint64_t key[2],
+                                   tpr_executable_t* exe);
+size_t tpr_exec_cache_size(void);
+
+// Bounded queue of in-flight results; synchronize drains it.
+void tpr_pending_push(tpr_buffer_t* buffer);  // retains
+tpr_status_t tpr_pending_drain(void);
+
+#endif  // TPR_EAGER_INTERNAL_H_

@@ -1,0 +1,154 @@
+//===--- tpr/eager.h - storages and the eager op executor -----------------===//
+//
+// The bridge between PyTorch's storage model and opaque PJRT buffers.
+//
+// A tpr_storage_t is one PyTorch storage: a byte count, a device, and (once
+// something was written) one rank-1 device buffer of some element type. A
+// tensor is a strided window into a storage (tpr_tensor_ref_t). Storages
+// materialise lazily: the allocator only learns a byte count, and the first
+// write decides the buffer's element type.
+//
+// tpr_eager_run executes one ATen op: it builds a graph that reads every
+// input window from its storage buffer, applies the lowering rule, writes
+// each result into its target window, and swaps the new buffers into the
+// target storages, so every alias of a storage sees the write. The graph is
+// hashed and its executable cached, so a repeated op signature compiles
+// once. Execution is asynchronous unless the context runs in launch-blocking
+// mode; a computation's error then surfaces when a result is read.
+//
+// The executor is thread-safe (one lock): PyTorch runs backward on its own
+// thread.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TPR_EAGER_H_
+#define TPR_EAGER_H_
+
+#include "tpr/lower.h"
+#include "tpr/runtime.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+//===--- the process-wide device context ----------------------------------===//
+
+typedef struct tpr_eager_options {
+  const char* plugin_spec;           // see tpr_plugin_discover; NULL = auto
+  const char* const* search_dirs;    // where plugin wheels live
+  size_t num_search_dirs;
+  int64_t cpu_device_count;          // CPU plugin: virtual devices (0 = 1)
+  bool launch_blocking;              // wait for every op, report errors there
+} tpr_eager_options_t;
+
+// Loads the plugin and creates the client, once. Later calls return the
+// first call's status (a failed init is remembered, with its message).
+tpr_status_t tpr_eager_init(const tpr_eager_options_t* options)
+    TPR_MUST_USE_RESULT;
+bool tpr_eager_is_initialized(void);
+// The client, or NULL before a successful init.
+tpr_client_t* tpr_eager_client(void);
+void tpr_eager_set_launch_blocking(bool on);
+bool tpr_eager_launch_blocking(void);
+
+//===--- storages ----------------------------------------------------------===//
+
+typedef struct tpr_storage tpr_storage_t;
+
+// A storage of |nbytes| on device |ordinal|, with no buffer yet.
+tpr_status_t tpr_storage_create(int ordinal, size_t nbytes,
+                                tpr_storage_t** out_storage)
+    TPR_MUST_USE_RESULT;
+tpr_storage_t* tpr_storage_retain(tpr_storage_t* storage);
+void tpr_storage_release(tpr_storage_t* storage);  // NULL is fine
+size_t tpr_storage_nbytes(const tpr_storage_t* storage);
+int tpr_storage_device(const tpr_storage_t* storage);
+// The current buffer (borrowed), or NULL if never written.
+tpr_buffer_t* tpr_storage_buffer(const tpr_storage_t* storage);
+// Grows or shrinks to |nbytes|, keeping the common prefix of the contents.
+tpr_status_t tpr_storage_resize(tpr_storage_t* storage, size_t nbytes)
+    TPR_MUST_USE_RESULT;
+// Bytes of device memory held by live storage buffers on |ordinal|.
+int64_t tpr_storage_bytes_in_use(int ordinal);
+
+//===--- tensors: strided windows into storages ---------------------------===//
+
+typedef struct tpr_tensor_ref {
+  tpr_storage_t* storage;  // borrowed
+  tpr_dtype_t dtype;
+  int32_t rank;
+  int64_t sizes[TPR_MAX_RANK];
+  int64_t strides[TPR_MAX_RANK];  // in elements
+  int64_t offset;                 // storage offset, in elements
+} tpr_tensor_ref_t;
+
+int64_t tpr_tensor_ref_numel(const tpr_tensor_ref_t* ref);
+
+// Copies dense row-major host data (|ref|'s dtype and sizes) into the window.
+tpr_status_t tpr_tensor_write_host(const tpr_tensor_ref_t* ref,
+                                   const void* data, size_t size)
+    TPR_MUST_USE_RESULT;
+// Copies the window to dense row-major host memory; waits for pending work.
+tpr_status_t tpr_tensor_read_host(const tpr_tensor_ref_t* ref, void* data,
+                                  size_t size) TPR_MUST_USE_RESULT;
+// Waits until every buffer of the device is ready (torch.tpu.synchronize).
+tpr_status_t tpr_eager_synchronize(int ordinal) TPR_MUST_USE_RESULT;
+
+//===--- running ATen ops -------------------------------------------------===//
+
+// One argument of an op call. |arg| holds the kind and the plain values
+// (ints, doubles, lists, dtype, ...) exactly as the rule will see them; the
+// executor fills arg.value/arg.values from the fields below.
+typedef struct tpr_eager_arg {
+  tpr_arg_t arg;
+  const tpr_tensor_ref_t* tensor;          // TENSOR (unless is_scalar)
+  tpr_buffer_t* buffer;  // TENSOR alternative: a dense device buffer of
+                         // exactly the argument's type (borrowed)
+  const tpr_tensor_ref_t* const* tensors;  // TENSOR_LIST, arg.count entries,
+                                           // NULL for None
+  tpr_dtype_t scalar_dtype;                // TENSOR with arg.is_scalar:
+  union {                                  // F64, S64, BOOL (or C128: re/im)
+    double d;
+    int64_t i;
+    bool b;
+    double c[2];
+  } scalar;
+  uint64_t rng_state[2];  // GENERATOR: (seed, offset)
+} tpr_eager_arg_t;
+
+typedef struct tpr_eager_call {
+  const char* op_name;  // the rule to run, e.g. "aten::add.Tensor"
+  int device;
+  const tpr_eager_arg_t* args;
+  int32_t num_args;
+  const tpr_type_t* out_types;  // from PyTorch's meta kernels
+  int32_t num_outs;
+  // The window each result is written into (fresh outputs are windows over
+  // new, unwritten storages), one per output. Must be non-overlapping.
+  const tpr_tensor_ref_t* const* out_targets;
+  // Optional rule override (NULL: look op_name up in the rule table).
+  tpr_lower_fn_t lower;
+} tpr_eager_call_t;
+
+tpr_status_t tpr_eager_run(const tpr_eager_call_t* call) TPR_MUST_USE_RESULT;
+
+// A rule for device-to-device copies: args[0] converted to out_types[0]'s
+// dtype and broadcast to its shape.
+tpr_status_t tpr_eager_lower_copy(tpr_lower_ctx_t* ctx);
+
+//===--- counters ---------------------------------------------------------===//
+
+typedef struct tpr_eager_stats {
+  int64_t ops;             // tpr_eager_run calls that executed
+  int64_t cache_hits;      // executable found in memory
+  int64_t cache_misses;    // compiled
+  int64_t cached_executables;
+} tpr_eager_stats_t;
+
+void tpr_eager_get_stats(tpr_eager_stats_t* out);
+void tpr_eager_reset_stats(void);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif
+
+#endif  // TPR_EAGER_H_

@@ -1,0 +1,95 @@
+//===--- runtime/pjrt/internal.h - the runtime's objects ------------------===//
+//
+// The structs behind the opaque handles of tpr/runtime.h, and the helpers
+// shared by runtime/pjrt/*.c. Only files in runtime/pjrt/ include this.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TPR_RUNTIME_PJRT_INTERNAL_H_
+#define TPR_RUNTIME_PJRT_INTERNAL_H_
+
+#include <limits.h>
+#include <stdatomic.h>
+
+#include "runtime/internal.h"
+#include "runtime/pjrt/abi.h"
+#include "tpr/runtime.h"
+
+// Process-lifetime; lives in a static table (loader.c), never freed.
+struct tpr_plugin {
+  char path[PATH_MAX];
+  void* handle;  // dlopen
+  const PJRT_Api* api;
+  tpr_plugin_info_t info;  // info.path == path
+};
+
+// One addressable device, with the runtime's own memory accounting.
+typedef struct tpr_device_slot {
+  PJRT_Device* device;
+  int64_t id;
+  char* kind;  // tpr_malloc'd
+  atomic_llong bytes_in_use;
+  atomic_llong peak_bytes_in_use;
+  atomic_llong num_buffers;
+} tpr_device_slot_t;
+
+struct tpr_client {
+  tpr_plugin_t* plugin;
+  const PJRT_Api* api;
+  PJRT_Client* client;
+  char* platform_name;     // tpr_malloc'd
+  char* platform_version;  // tpr_malloc'd
+  int num_devices;
+  tpr_device_slot_t* devices;  // [num_devices], tpr_malloc'd
+  int64_t host_memory_bytes;   // physical RAM, for CPU bytes_limit
+  // 0: not asked yet; 1: PJRT_Device_MemoryStats works; 2: it does not.
+  atomic_int plugin_memory_stats;
+  // CPU plugins: device memory is host memory, so to_host copies straight
+  // from PJRT_Buffer_UnsafePointer. Cleared if the plugin refuses it.
+  atomic_bool host_pointer_reads;
+};
+
+struct tpr_buffer {
+  atomic_int refs;
+  atomic_bool dead;  // donated to an execution; the PJRT buffer is gone
+  int8_t dtype;
+  int8_t rank;
+  int16_t device;  // ordinal
+  tpr_client_t* client;
+  PJRT_Buffer* buffer;  // owned
+  int64_t dims[TPR_MAX_RANK];
+};
+
+struct tpr_executable {
+  atomic_int refs;
+  tpr_client_t* client;
+  PJRT_LoadedExecutable* loaded;  // owned
+  size_t num_outputs;
+  int num_params;            // -1: unknown (no signature in the text)
+  tpr_tensor_sig_t* params;  // [num_params], after outputs in |sigs|
+  tpr_tensor_sig_t sigs[];   // [num_outputs] outputs, then params
+};
+
+//===--- error.c: the one place where PJRT_Error* becomes a status --------===//
+
+// Converts |error| (consumed; NULL gives OK) to a status.
+tpr_status_t tpr_pjrt_status(const PJRT_Api* api, PJRT_Error* error)
+    TPR_MUST_USE_RESULT;
+// Awaits |event| (NULL is OK), destroys it, returns its error.
+tpr_status_t tpr_pjrt_event_await_destroy(const PJRT_Api* api,
+                                          PJRT_Event* event)
+    TPR_MUST_USE_RESULT;
+// Destroys |event| (NULL is fine) without waiting; errors are dropped.
+void tpr_pjrt_event_destroy(const PJRT_Api* api, PJRT_Event* event);
+void tpr_pjrt_buffer_destroy(const PJRT_Api* api, PJRT_Buffer* buffer);
+
+//===--- client.c / buffer.c ----------------------------------------------===//
+
+// Accounts a live buffer of |bytes| on |ordinal| (+1) or its end (-1).
+void tpr_client_account(tpr_client_t* client, int ordinal, int64_t bytes,
+                        int sign);
+// Wraps a PJRT buffer (ownership moves in; destroyed on failure).
+tpr_status_t tpr_buffer_wrap(tpr_client_t* client, int ordinal,
+                             PJRT_Buffer* pjrt, const tpr_tensor_sig_t* sig,
+                             tpr_buffer_t** out_buffer) TPR_MUST_USE_RESULT;
+
+#endif  // TPR_RUNTIME_PJRT_INTERNAL_H_

@@ -1,0 +1,266 @@
+// The emitter against the real PJRT plugin (TORCH_TPU_PJRT_PLUGIN): the
+// oldest XLA we target is the parser that matters. Every sample graph must
+// compile; view reads and writes (fixed and random windows) must match a
+// plain C reference; constants must come back bit-exact.
+#include <stdlib.h>
+
+#include "harness.h"
+#include "test_emit_samples.h"
+#include "test_runtime_fixture.h"
+#include "tpr/graph.h"
+
+static tpr_status_t compile_graph(tpr_client_t* c, const tpr_graph_t* g,
+                                  tpr_executable_t** out) {
+  char* text;
+  size_t len;
+  TPR_RETURN_IF_ERROR(tpr_graph_emit_stablehlo(g, &text, &len));
+  tpr_status_t s = tpr_executable_compile(c, text, len, out);
+  if (!tpr_status_is_ok(s) && getenv("TPR_EMIT_VERBOSE"))
+    fprintf(stderr, "%s\n", text);
+  tpr_free(text);
+  return s;
+}
+
+TPR_TEST(emit_plugin_compiles_every_sample) {
+  tpr_client_t* c;
+  CHECK_OK(fixture_client(1, &c));
+  tpr_graph_t* g;
+  CHECK_OK(tpr_graph_create(&g));
+  tpr_sample_t s;
+  char json[1024];
+  int failed = 0, count = 0;
+  for (int i = 0; tpr_sample_get(i, &s, json, sizeof json); i++) {
+    tpr_graph_reset(g);
+    s.build(g, s.arg);
+    tpr_executable_t* exe = NULL;
+    tpr_status_t st = compile_graph(c, g, &exe);
+    if (!tpr_status_is_ok(st)) {
+      fprintf(stderr, "  sample %s: %.600s\n", s.name, tpr_status_message(st));
+      failed++;
+    }
+    tpr_status_free(st);
+    tpr_executable_release(exe);
+    count++;
+  }
+  tpr_graph_free(g);
+  tpr_client_destroy(c);
+  CHECK(failed == 0);
+  CHECK(count > 30);
+}
+
+// Runs |g| with f32 arguments; outputs are copied into |out| (f32 each).
+static tpr_status_t run_f32(tpr_client_t* c, const tpr_graph_t* g, int nargs,
+                            const float* const* args, const int64_t* arg_n,
+                            float* out, int64_t out_n) {
+  tpr_executable_t* exe;
+  TPR_RETURN_IF_ERROR(compile_graph(c, g, &exe));
+  tpr_buffer_t* in[2] = {NULL, NULL};
+  tpr_buffer_t* res = NULL;
+  tpr_status_t s = tpr_ok_status();
+  for (int i = 0; i < nargs && tpr_status_is_ok(s); i++) {
+    const tpr_type_t* t = tpr_value_type(g, i);  // parameters come first
+    s = tpr_buffer_from_host(c, 0, TPR_DTYPE_F32, t->dims, t->rank, args[i],
+                             &in[i]);
+    (void)arg_n;
+  }
+  if (tpr_status_is_ok(s))
+    s = tpr_executable_execute(exe, 0, in, (size_t)nargs, NULL, &res, true);
+  if (tpr_status_is_ok(s))
+    s = tpr_buffer_to_host(res, out, (size_t)out_n * sizeof(float));
+  tpr_buffer_release(res);
+  for (int i = 0; i < 2; i++) tpr_buffer_release(in[i]);
+  tpr_executable_release(exe);
+  return s;
+}
+
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+static int64_t rnd(int64_t n) {  // [0, n)
+  rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+  return (int64_t)((rng_state >> 33) % (uint64_t)n);
+}
+
+// Checks one window against the C reference; sets *tpr_failed_ on mismatch.
+static void check_view(tpr_client_t* c, tpr_graph_t* g, const view_case_t* vc,
+                       int* tpr_failed_) {
+  int64_t numel = 1;
+  for (int k = 0; k < vc->rank; k++) numel *= vc->sizes[k];
+  float base[256], value[256], want[256], got[256];
+  for (int64_t i = 0; i < vc->n; i++) base[i] = (float)i + 0.5f;
+  for (int64_t i = 0; i < numel; i++) value[i] = -(float)i - 1.0f;
+  // Reference: walk the window in row-major order.
+  memcpy(want, base, sizeof(float) * (size_t)vc->n);
+  int64_t idx[4] = {0};
+  bool overlap = false;
+  uint8_t hit[256] = {0};
+  for (int64_t e = 0; e < numel; e++) {
+    int64_t a = vc->offset;
+    for (int k = 0; k < vc->rank; k++) a += idx[k] * vc->strides[k];
+    if (vc->write) {
+      overlap |= hit[a];
+      hit[a] = 1;
+      want[a] = value[e];
+    } else {
+      want[e] = base[a];
+    }
+    for (int k = vc->rank - 1; k >= 0; k--) {
+      if (++idx[k] < vc->sizes[k]) break;
+      idx[k] = 0;
+    }
+  }
+  tpr_graph_reset(g);
+  s_view(g, vc);
+  if (vc->write && overlap) {
+    CHECK_STATUS(tpr_graph_status(g), TPR_INVALID_ARGUMENT);
+    return;
+  }
+  tpr_status_t st = tpr_graph_status(g);
+  if (!tpr_status_is_ok(st)) {
+    fprintf(stderr, "  view n=%lld rank %d offset %lld: %s\n",
+            (long long)vc->n, vc->rank, (long long)vc->offset,
+            tpr_status_message(st));
+    tpr_status_free(st);
+    *tpr_failed_ = 1;
+    return;
+  }
+  const float* args[2] = {base, value};
+  int64_t an[2] = {vc->n, numel};
+  int64_t out_n = vc->write ? vc->n : numel;
+  CHECK_OK(run_f32(c, g, vc->write ? 2 : 1, args, an, got, out_n));
+  if (memcmp(got, want, sizeof(float) * (size_t)out_n) != 0) {
+    fprintf(stderr, "  %s mismatch: n=%lld sizes/strides:", vc->write ? "write" : "read",
+            (long long)vc->n);
+    for (int k = 0; k < vc->rank; k++)
+      fprintf(stderr, " %lld/%lld", (long long)vc->sizes[k], (long long)vc->strides[k]);
+    fprintf(stderr, " offset %lld\n", (long long)vc->offset);
+    *tpr_failed_ = 1;
+  }
+}
+
+TPR_TEST(emit_plugin_views_match_reference) {
+  tpr_client_t* c;
+  CHECK_OK(fixture_client(1, &c));
+  tpr_graph_t* g;
+  CHECK_OK(tpr_graph_create(&g));
+  int bad = 0;
+  for (size_t i = 0; i < sizeof kViews / sizeof kViews[0]; i++) {
+    int f = 0;
+    check_view(c, g, &kViews[i], &f);
+    bad += f;
+  }
+  // Random windows: ranks 0-4, sizes 0-4, strides 0-7 (0 only for reads).
+  for (int t = 0; t < 160; t++) {
+    view_case_t vc = {0};
+    vc.write = t % 2;
+    vc.rank = (int)rnd(5);
+    int64_t extent = 0;
+    bool empty = false;
+    for (int k = 0; k < vc.rank; k++) {
+      vc.sizes[k] = rnd(5);
+      vc.strides[k] = rnd(8);
+      if (vc.write && vc.strides[k] == 0 && vc.sizes[k] > 1 && rnd(4)) vc.strides[k] = 1;
+      empty |= vc.sizes[k] == 0;
+      if (vc.sizes[k]) extent += (vc.sizes[k] - 1) * vc.strides[k];
+    }
+    if (rnd(3) == 0 && vc.rank >= 2) {  // a permuted contiguous layout
+      int64_t s = 1;
+      for (int k = vc.rank - 1; k >= 0; k--) {
+        vc.strides[(k + 1) % vc.rank] = s;
+        s *= vc.sizes[(k + 1) % vc.rank] ? vc.sizes[(k + 1) % vc.rank] : 1;
+      }
+      extent = 0;
+      for (int k = 0; k < vc.rank; k++)
+        if (vc.sizes[k]) extent += (vc.sizes[k] - 1) * vc.strides[k];
+    }
+    vc.offset = rnd(4);
+    vc.n = vc.offset + extent + 1 + rnd(3);
+    if (empty) vc.n = 4;
+    int f = 0;
+    check_view(c, g, &vc, &f);
+    bad += f;
+  }
+  tpr_graph_free(g);
+  tpr_client_destroy(c);
+  CHECK(bad == 0);
+}
+
+TPR_TEST(emit_plugin_constants_roundtrip) {
+  tpr_client_t* c;
+  CHECK_OK(fixture_client(1, &c));
+  tpr_graph_t* g;
+  CHECK_OK(tpr_graph_create(&g));
+  float f[6] = {1.5f, -0.0f, NAN, INFINITY, -INFINITY, 1e-45f};
+  uint32_t nan_payload = 0x7FC00123u;
+  memcpy(&f[2], &nan_payload, 4);
+  tpr_graph_add_result(g, tpr_constant_dense(g, tpr_type_make(TPR_DTYPE_F32, 1,
+                                                              (int64_t[]){6}),
+                                             f));
+  tpr_graph_add_result(g, tpr_constant_f64(g, TPR_DTYPE_BF16, -3.140625));
+  tpr_graph_add_result(g, tpr_constant_f64(g, TPR_DTYPE_F16, 1e-7));
+  tpr_graph_add_result(g, tpr_constant_i64(g, TPR_DTYPE_U64, -1));
+  tpr_graph_add_result(g, tpr_constant_lowest(g, TPR_DTYPE_S64));
+  tpr_executable_t* exe;
+  CHECK_OK(compile_graph(c, g, &exe));
+  tpr_buffer_t* out[5] = {0};
+  tpr_status_t s = tpr_executable_execute(exe, 0, NULL, 0, NULL, out, true);
+  float gf[6] = {0};
+  uint16_t bf = 0, h = 0;
+  uint64_t u = 0;
+  int64_t lo = 0;
+  if (tpr_status_is_ok(s)) s = tpr_buffer_to_host(out[0], gf, sizeof gf);
+  if (tpr_status_is_ok(s)) s = tpr_buffer_to_host(out[1], &bf, 2);
+  if (tpr_status_is_ok(s)) s = tpr_buffer_to_host(out[2], &h, 2);
+  if (tpr_status_is_ok(s)) s = tpr_buffer_to_host(out[3], &u, 8);
+  if (tpr_status_is_ok(s)) s = tpr_buffer_to_host(out[4], &lo, 8);
+  for (int i = 0; i < 5; i++) tpr_buffer_release(out[i]);
+  tpr_executable_release(exe);
+  tpr_graph_free(g);
+  tpr_client_destroy(c);
+  CHECK_OK(s);
+  CHECK(memcmp(gf, f, sizeof f) == 0);  // NaN payload and -0 included
+  CHECK(bf == 0xC049);                  // -3.140625 in bf16
+  CHECK(h == 0x0002);                   // 1e-7 -> f16 subnormal 2 * 2^-24
+  CHECK(u == UINT64_MAX);
+  CHECK(lo == INT64_MIN);
+}
+
+// The valid graphs of the builder fuzzer must all compile: builders accept
+// nothing the plugin's StableHLO verifier or XLA rejects.
+TPR_TEST(emit_plugin_compiles_fuzzed_graphs) {
+  tpr_client_t* c;
+  CHECK_OK(fixture_client(1, &c));
+  tpr_graph_t* g;
+  CHECK_OK(tpr_graph_create(&g));
+  // TPR_FUZZ_ROUNDS / TPR_FUZZ_SEED widen the search when hunting bugs.
+  const char* env_rounds = getenv("TPR_FUZZ_ROUNDS");
+  const char* env_seed = getenv("TPR_FUZZ_SEED");
+  int rounds = env_rounds ? atoi(env_rounds) : 4000;
+  uint64_t state = env_seed ? strtoull(env_seed, NULL, 0) : 0x2545F4914F6CDD1Dull;
+  if (!state) state = 1;
+  int compiled = 0, failed = 0;
+  for (int round = 0; round < rounds; round++) {
+    tpr_graph_reset(g);
+    tpr_fuzz_graph(g, &state);
+    if (!tpr_graph_ok(g)) continue;
+    tpr_executable_t* exe = NULL;
+    tpr_status_t s = compile_graph(c, g, &exe);
+    if (!tpr_status_is_ok(s)) {
+      if (failed++ < 5) {
+        char* text;
+        size_t len;
+        tpr_status_t e = tpr_graph_emit_stablehlo(g, &text, &len);
+        fprintf(stderr, "  %.400s\n%s\n", tpr_status_message(s),
+                tpr_status_is_ok(e) ? text : "");
+        if (tpr_status_is_ok(e)) tpr_free(text);
+        tpr_status_free(e);
+      }
+    } else {
+      compiled++;
+    }
+    tpr_status_free(s);
+    tpr_executable_release(exe);
+  }
+  tpr_graph_free(g);
+  tpr_client_destroy(c);
+  printf("  fuzz: %d graphs compiled, %d rejected\n", compiled, failed);
+  CHECK(failed == 0);
+}

@@ -1,0 +1,27 @@
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import torch_tpu  # noqa: F401  (explicit, so the suite also runs with autoload off)
+
+
+def pytest_configure(config):
+    # The whole suite is about the device: it must be there.
+    if not torch.tpu.is_available():
+        torch.tpu.init()  # raises with the reason
+
+
+@pytest.fixture
+def tpu():
+    return torch.device("tpu")
+
+
+def run_python(code, env=None, timeout=120):
+    """Runs |code| in a fresh interpreter; returns the CompletedProcess."""
+    e = dict(os.environ)
+    e.update(env or {})
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=e, timeout=timeout)

@@ -1,0 +1,167 @@
+"""The device module, registration and runtime information."""
+import pytest
+import torch
+
+import torch_tpu
+from conftest import run_python
+
+
+def test_device_is_registered_and_available():
+    assert torch._C._get_privateuse1_backend_name() == "tpu"
+    assert torch.tpu.is_available()
+    assert torch.tpu.device_count() >= 1
+    assert torch.tpu.current_device() == 0
+    assert torch.tpu.is_initialized()
+    assert torch.get_device_module("tpu") is torch.tpu
+
+
+def test_smoke_matmul_relu_sum():
+    torch.manual_seed(0)
+    x = torch.randn(64, 64, device="tpu")
+    got = (x @ x).relu().sum().item()
+    xc = x.cpu()
+    want = (xc @ xc).relu().sum().item()
+    assert got == pytest.approx(want, rel=1e-4)
+
+
+def test_api_tpu_device_is_idempotent():
+    assert torch_tpu.api.tpu_device() == torch.device("tpu", 0)
+    assert torch_tpu.api.tpu_device() == torch_tpu.tpu_device()
+
+
+def test_bad_device_index_raises():
+    with pytest.raises(IndexError, match="out of range"):
+        torch.tpu.set_device(99)
+    with pytest.raises((IndexError, RuntimeError)):
+        torch.empty(2, device="tpu:99")
+
+
+def test_device_context_manager():
+    with torch.tpu.device(0):
+        assert torch.tpu.current_device() == 0
+    assert torch.tpu.current_device() == 0
+
+
+def test_generated_methods():
+    t = torch.ones(2).tpu()
+    assert t.is_tpu and t.device.type == "tpu"
+    m = torch.nn.Linear(2, 2).tpu()
+    assert m.weight.device.type == "tpu"
+
+
+def test_rng_state_roundtrip_and_reproducible():
+    torch.tpu.manual_seed(123)
+    a = torch.randn(100, device="tpu").cpu()
+    torch.tpu.manual_seed(123)
+    b = torch.randn(100, device="tpu").cpu()
+    assert torch.equal(a, b)
+    state = torch.tpu.get_rng_state()
+    assert state.dtype == torch.uint8 and state.numel() == 16
+    c = torch.rand(50, device="tpu").cpu()
+    torch.tpu.set_rng_state(state)
+    d = torch.rand(50, device="tpu").cpu()
+    assert torch.equal(c, d)
+    e = torch.rand(50, device="tpu").cpu()
+    assert not torch.equal(d, e)  # the offset advanced
+    torch.manual_seed(7)  # torch.manual_seed seeds the tpu generator too
+    f = torch.randn(10, device="tpu").cpu()
+    torch.manual_seed(7)
+    assert torch.equal(f, torch.randn(10, device="tpu").cpu())
+
+
+def test_generator_object_on_device():
+    g = torch.Generator(device="tpu")
+    g.manual_seed(5)
+    a = torch.randn(8, device="tpu", generator=g).cpu()
+    g.manual_seed(5)
+    b = torch.randn(8, device="tpu", generator=g).cpu()
+    assert torch.equal(a, b)
+
+
+def test_memory_figures_are_real():
+    torch.tpu.synchronize()
+    before = torch.tpu.memory_allocated()
+    x = torch.ones(1024, 1024, device="tpu")  # 4 MiB
+    x.add_(1)
+    torch.tpu.synchronize()
+    during = torch.tpu.memory_allocated()
+    assert during - before >= 4 * 2**20
+    assert torch.tpu.max_memory_allocated() >= during
+    free, total = torch.tpu.mem_get_info()
+    assert 0 < free <= total
+    del x
+    torch.tpu.synchronize()
+    assert torch.tpu.memory_allocated() <= during - 4 * 2**20
+
+
+def test_properties_and_amp():
+    p = torch.tpu.get_device_properties(0)
+    assert p.total_memory > 0 and p.name
+    assert isinstance(torch.tpu.get_device_name(), str)
+    assert torch.bfloat16 in torch.tpu.get_amp_supported_dtype()
+    assert torch.tpu.is_bf16_supported()
+
+
+def test_streams_and_events():
+    s = torch.tpu.current_stream()
+    assert s.device.type == "tpu"
+    start = torch.tpu.Event(enable_timing=True)
+    end = torch.tpu.Event(enable_timing=True)
+    start.record()
+    torch.ones(10, device="tpu").sum().item()
+    end.record()
+    end.synchronize()
+    assert start.elapsed_time(end) >= 0
+    with torch.tpu.stream(s):
+        pass
+    torch.tpu.synchronize()
+
+
+def test_info_cli():
+    r = run_python("import runpy; runpy.run_module('torch_tpu.info', run_name='__main__')")
+    assert r.returncode == 0, r.stderr
+    assert "PJRT plugin:" in r.stdout and "PJRT C API version: 0." in r.stdout
+    assert "devices: " in r.stdout and "execution mode: strict" in r.stdout
+
+
+def test_autoload_with_plain_import_torch():
+    r = run_python("import torch; x = torch.randn(64, 64, device='tpu'); "
+                   "print((x @ x).relu().sum().item())")
+    assert r.returncode == 0, r.stderr
+    float(r.stdout.strip())
+
+
+def test_autoload_can_be_disabled():
+    r = run_python("import torch; print(hasattr(torch, 'tpu'))",
+                   env={"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "False"
+
+
+def test_missing_plugin_is_a_clear_lazy_error():
+    code = (
+        "import torch\n"
+        "assert torch.tpu.is_available() is False\n"
+        "assert torch.tpu.device_count() == 0\n"
+        "try:\n"
+        "    torch.ones(2, device='tpu')\n"
+        "except RuntimeError as e:\n"
+        "    print('ERR', e)\n")
+    r = run_python(code, env={"TORCH_TPU_PJRT_PLUGIN": "/nonexistent/libpjrt.so"})
+    assert r.returncode == 0, r.stderr
+    assert "ERR" in r.stdout and "/nonexistent/libpjrt.so" in r.stdout
+
+
+def test_missing_cpu_plugin_names_the_package():
+    code = (
+        "import torch\n"
+        "assert not torch.tpu.is_available()\n"
+        "try:\n"
+        "    torch.ones(2, device='tpu')\n"
+        "except RuntimeError as e:\n"
+        "    print('ERR', e)\n")
+    # Hide every site-packages folder from discovery.
+    r = run_python("import torch_tpu._C as C, torch_tpu; C._set_search_dirs([])\n" + code,
+                   env={"TORCH_TPU_PJRT_PLUGIN": "cpu"})
+    assert r.returncode == 0, r.stderr
+    assert "pip install" in r.stdout

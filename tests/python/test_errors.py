@@ -1,0 +1,34 @@
+"""Bad input: clear Python exceptions naming the op, shapes and dtypes."""
+import pytest
+import torch
+
+
+def test_shape_mismatch_names_shapes():
+    a, b = torch.ones(3, 4, device="tpu"), torch.ones(5, device="tpu")
+    with pytest.raises(RuntimeError, match=r"size of tensor a \(4\) must match .* \(5\)"):
+        a + b
+    with pytest.raises(RuntimeError, match=r"3x4 and 5x2|mat1 and mat2 shapes"):
+        torch.mm(a, torch.ones(5, 2, device="tpu"))
+
+
+def test_unsupported_dtype_names_op_and_dtype():
+    with pytest.raises(TypeError, match=r"complex32|ComplexHalf"):
+        torch.empty(3, dtype=torch.complex32, device="tpu")
+
+
+def test_mixed_devices_rejected():
+    with pytest.raises(RuntimeError, match="same device|device"):
+        torch.ones(3, device="tpu") + torch.ones(3)
+
+
+def test_inplace_on_overlapping_view_rejected():
+    x = torch.zeros(1, device="tpu").expand(4)
+    with pytest.raises(RuntimeError, match="single memory location"):
+        x.add_(1)
+
+
+def test_debug_mode_reports_at_the_op():
+    from torch_tpu.mode import execution_mode
+    with execution_mode("debug"):
+        y = (torch.ones(4, device="tpu") * 2).sum()
+        assert y.item() == 8.0

@@ -1,0 +1,45 @@
+"""``python -m torch_tpu.info``: what the tpu device runs on."""
+import sys
+
+import torch
+
+import torch_tpu  # noqa: F401  (registers the device even with autoload off)
+from torch_tpu import _C
+from torch_tpu.mode import get_execution_mode
+
+
+def report():
+    lines = [f"torch {torch.__version__}", f"torch_tpu execution mode: {get_execution_mode()}"]
+    if not torch.tpu.is_available():
+        try:
+            torch.tpu.init()
+        except RuntimeError as e:
+            lines.append(f"tpu unavailable: {e}")
+        return lines, 1
+    info = _C._plugin_info()
+    lines += [
+        f"PJRT plugin: {info['path']}",
+        f"plugin kind: {info['kind']}  platform: {info['platform_name']} {info['platform_version']}",
+        "PJRT C API version: %d.%d" % info["api_version"],
+        f"XLA version: {info['xla_version']}",
+        "StableHLO versions: current %s, minimum %s" % (
+            ".".join(map(str, info["stablehlo_current_version"])),
+            ".".join(map(str, info["stablehlo_minimum_version"]))),
+        f"devices: {torch.tpu.device_count()}",
+    ]
+    for i in range(torch.tpu.device_count()):
+        free, total = torch.tpu.mem_get_info(i)
+        lines.append(f"  tpu:{i}  {torch.tpu.get_device_name(i)}  memory {total / 2**30:.1f} GiB "
+                     f"({free / 2**30:.1f} GiB free)")
+    lines.append(f"native lowering rules: {len(_C._lowered_ops())}")
+    return lines, 0
+
+
+def main():
+    lines, rc = report()
+    print("\n".join(lines))
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,243 @@
+"""``torch.tpu``: the device module, shaped like ``torch.cuda``."""
+import contextlib
+from dataclasses import dataclass
+
+import torch
+
+from . import _C
+
+__all__ = [
+    "is_available", "is_initialized", "init", "device_count", "current_device",
+    "set_device", "device", "synchronize", "manual_seed", "manual_seed_all", "seed",
+    "seed_all", "initial_seed", "get_rng_state", "set_rng_state", "get_rng_state_all",
+    "set_rng_state_all", "mem_get_info", "memory_allocated", "max_memory_allocated",
+    "memory_reserved", "max_memory_reserved", "reset_peak_memory_stats", "memory_stats",
+    "empty_cache", "get_device_name", "get_device_properties", "get_amp_supported_dtype",
+    "is_bf16_supported", "Stream", "Event", "current_stream", "default_stream",
+    "set_stream", "stream", "fallback_counts",
+]
+
+
+# -- availability and devices -------------------------------------------------
+
+def is_available():
+    """True when a PJRT plugin loads and offers at least one device. Never raises."""
+    return _C._try_init() and _C._device_count() > 0
+
+
+def is_initialized():
+    return _C._is_initialized()
+
+
+def init():
+    """Starts the runtime now (it otherwise starts at the first device use);
+    raises with what to install when no plugin can be loaded."""
+    _C._init()
+
+
+_lazy_init = init
+
+
+def _is_in_bad_fork():
+    return False
+
+
+def device_count():
+    return _C._device_count()
+
+
+def current_device():
+    return _C._current_device()
+
+
+def _index(d):
+    if d is None:
+        return current_device()
+    if isinstance(d, int):
+        return d
+    d = torch.device(d)
+    if d.type != "tpu":
+        raise ValueError(f"expected a tpu device, got {d}")
+    return current_device() if d.index is None else d.index
+
+
+def set_device(d):
+    _C._set_device(_index(d))
+
+
+class device:
+    """Context manager that changes the current tpu device."""
+
+    def __init__(self, d):
+        self.idx = _index(d) if d is not None else -1
+        self.prev = -1
+
+    def __enter__(self):
+        if self.idx >= 0:
+            self.prev = current_device()
+            if self.prev != self.idx:
+                set_device(self.idx)
+
+    def __exit__(self, *exc):
+        if self.idx >= 0 and self.prev != self.idx:
+            set_device(self.prev)
+        return False
+
+
+def synchronize(device=None):
+    """Waits for all work queued on the device."""
+    _C._synchronize(_index(device))
+
+
+# -- random numbers ----------------------------------------------------------
+
+def _generator(d=None):
+    return _C._default_generator(_index(d))
+
+
+def manual_seed(seed):
+    _generator().manual_seed(int(seed))
+
+
+def manual_seed_all(seed):
+    for i in range(max(device_count(), 1)):
+        _C._default_generator(i).manual_seed(int(seed))
+
+
+def seed():
+    return _generator().seed()
+
+
+def seed_all():
+    s = seed()
+    manual_seed_all(s)
+
+
+def initial_seed():
+    return _generator().initial_seed()
+
+
+def get_rng_state(device="tpu"):
+    """A CPU uint8 tensor of 16 bytes: (seed, offset) as int64."""
+    return _generator(device).get_state()
+
+
+def set_rng_state(new_state, device="tpu"):
+    _generator(device).set_state(new_state)
+
+
+def get_rng_state_all():
+    return [get_rng_state(i) for i in range(device_count())]
+
+
+def set_rng_state_all(states):
+    for i, s in enumerate(states):
+        set_rng_state(s, i)
+
+
+# -- memory ------------------------------------------------------------------
+
+def memory_stats(device=None):
+    """Runtime memory figures for the device (bytes of live buffers, peak, limit)."""
+    return _C._memory_stats(_index(device))
+
+
+def mem_get_info(device=None):
+    """(free, total) bytes of device memory."""
+    s = memory_stats(device)
+    total = s["bytes_limit"]
+    return max(total - s["bytes_in_use"], 0), total
+
+
+def memory_allocated(device=None):
+    return memory_stats(device)["bytes_in_use"]
+
+
+def max_memory_allocated(device=None):
+    return memory_stats(device)["peak_bytes_in_use"]
+
+
+memory_reserved = memory_allocated
+max_memory_reserved = max_memory_allocated
+
+
+def reset_peak_memory_stats(device=None):
+    _C._reset_peak_memory_stats(_index(device))
+
+
+def empty_cache():
+    """Buffers are freed when their last tensor dies; there is no cache to empty."""
+
+
+# -- properties ----------------------------------------------------------------
+
+@dataclass(frozen=True)
+class _DeviceProperties:
+    name: str
+    platform: str
+    total_memory: int
+    plugin: str
+
+
+def get_device_name(device=None):
+    return _C._device_kind(_index(device))
+
+
+def get_device_properties(device=None):
+    idx = _index(device)
+    info = _C._plugin_info()
+    return _DeviceProperties(name=get_device_name(idx), platform=info["platform_name"],
+                             total_memory=memory_stats(idx)["bytes_limit"],
+                             plugin=info["path"])
+
+
+def get_amp_supported_dtype():
+    return [torch.bfloat16, torch.float16]
+
+
+def is_bf16_supported(including_emulation=True):
+    return True
+
+
+# -- streams and events ---------------------------------------------------------
+# PJRT orders work through buffer dependencies: one stream per device.
+
+def Stream(device=None, priority=0, **kwargs):
+    return torch.Stream(device=torch.device("tpu", _index(device)), priority=priority)
+
+
+def Event(enable_timing=False, blocking=False, interprocess=False):
+    return torch.Event(device="tpu", enable_timing=enable_timing, blocking=blocking,
+                       interprocess=interprocess)
+
+
+def current_stream(device=None):
+    return Stream(device)
+
+
+default_stream = current_stream
+
+
+def set_stream(stream):
+    """There is one stream per device; setting it is a no-op."""
+
+
+@contextlib.contextmanager
+def stream(s):
+    yield s
+
+
+# -- diagnostics -----------------------------------------------------------------
+
+def fallback_counts():
+    """Per-op counts of ops that ran on the CPU because they lack a tpu lowering."""
+    return dict(_C._runtime_stats()["fallbacks"])
+
+
+def _get_cache_stats():
+    """Executable cache and runtime counters (not a stable API)."""
+    return _C._runtime_stats()
+
+
+def _reset_cache_stats():
+    _C._reset_runtime_stats()
