@@ -397,6 +397,10 @@ static const unsigned char kBinaryKinds[TPR_BINARY_COUNT_] = {
     [TPR_BINARY_SHIFT_RIGHT_LOGICAL] = K_I, [TPR_BINARY_NEXTAFTER] = K_F,
 };
 
+static bool is_f8(tpr_dtype_t d) {
+  return d == TPR_DTYPE_F8E4M3FN || d == TPR_DTYPE_F8E5M2;
+}
+
 static tpr_dtype_t complex_part(tpr_dtype_t d) {
   return d == TPR_DTYPE_C64 ? TPR_DTYPE_F32
          : d == TPR_DTYPE_C128 ? TPR_DTYPE_F64
@@ -411,6 +415,11 @@ tpr_value_t tpr_unary(tpr_graph_t* g, tpr_unary_op_t op, tpr_value_t v) {
     FAIL("tpr_unary: unknown op %d on %s", (int)op, fmt(t, b));
   if (!(kUnaryKinds[op] & kind_of(t->dtype)))
     FAIL("tpr_unary: op %d does not apply to %s", (int)op, fmt(t, b));
+  if (is_f8(t->dtype) && op >= TPR_UNARY_ERF) {
+    // XLA cannot legalize chlo ops on f8: compute in f32.
+    tpr_dtype_t d = t->dtype;
+    return tpr_convert(g, tpr_unary(g, op, tpr_convert(g, v, TPR_DTYPE_F32)), d);
+  }
   if (tpr_dtype_is_unsigned_int(t->dtype)) {
     // StableHLO has no abs/sign of unsigned types: |u| = u, sign = u != 0.
     if (op == TPR_UNARY_ABS) return v;
@@ -440,6 +449,13 @@ tpr_value_t tpr_binary(tpr_graph_t* g, tpr_binary_op_t op, tpr_value_t a,
          fmt(ta, b), fmt(tb, c));
   if (!(kBinaryKinds[op] & kind_of(ta->dtype)))
     FAIL("tpr_binary: op %d does not apply to %s", (int)op, fmt(ta, b));
+  if (is_f8(ta->dtype) && op == TPR_BINARY_NEXTAFTER) {
+    // chlo.next_after has no f8 lowering; nextafter in f8 steps one f8 ulp,
+    // which f32 cannot express: refuse rather than compute the wrong value.
+    return tpr_graph_fail(g, TPR_UNIMPLEMENTED,
+                          "tpr_binary: nextafter on %s is not supported",
+                          fmt(ta, b));
+  }
   tpr_value_t ops[2] = {a, b_};
   return add1(g, TPR_OP_BINARY, op, ops, 2, NULL, 0, *ta);
 }

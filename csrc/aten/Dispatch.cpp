@@ -346,8 +346,18 @@ bool run_native(const c10::OperatorHandle& op, torch::jit::Stack* stack,
       gen_arg = i;
     }
   }
+  // Random ops whose schema has no Generator draw from the default one.
+  if (gen_index < 0 && name.rfind("aten::native_dropout", 0) == 0 &&
+      name != "aten::native_dropout_backward") {
+    st.args.emplace_back();
+    std::memset(&st.args.back(), 0, sizeof(tpr_eager_arg_t));
+    st.args.back().arg.kind = TPR_ARG_GENERATOR;
+    gen_index = static_cast<int>(st.args.size() - 1);
+    gen_arg = nargs;
+  }
   if (gen_index >= 0) {
-    const auto& gv = args[gen_arg];
+    c10::IValue none;
+    const auto& gv = gen_arg < nargs ? args[gen_arg] : none;
     at::Generator gen = gv.isNone() ? default_generator(device.index())
                                     : gv.toGenerator();
     auto* impl = gen.get<TpuGeneratorImpl>();

@@ -345,9 +345,9 @@ static inline void tpr_fuzz_graph(tpr_graph_t* g, uint64_t* st) {
     int64_t y[4] = {fr(-1, 4), fr(-1, 4), fr(-1, 4), fr(-1, 4)};
     int r = (int)fr(-1, 4);
     tpr_value_t out = TPR_VALUE_NONE, o2;
-    tpr_value_t st[4];
+    tpr_value_t starts[4];
     for (int k = 0; k < 4; k++)
-      st[k] = fr(0, 3) ? tpr_constant_i64(g, TPR_DTYPE_S32, fr(-1, 2)) : b;
+      starts[k] = fr(0, 3) ? tpr_constant_i64(g, TPR_DTYPE_S32, fr(-1, 2)) : b;
     uint8_t bytes[64];
     for (int k = 0; k < 64; k++) bytes[k] = (uint8_t)fr(0, 255);
     switch (fr(0, 30)) {
@@ -382,8 +382,8 @@ static inline void tpr_fuzz_graph(tpr_graph_t* g, uint64_t* st) {
       case 21: out = tpr_scatter_along(g, a, x[0], b, b, fr(0, 1)); break;
       case 22: out = tpr_clamp(g, b, a, b); break;
       case 23: out = tpr_reverse(g, a, x, (int)fr(0, 2)); break;
-      case 24: out = tpr_dynamic_slice(g, a, st, y); break;
-      case 25: out = tpr_dynamic_update_slice(g, a, b, st); break;
+      case 24: out = tpr_dynamic_slice(g, a, starts, y); break;
+      case 25: out = tpr_dynamic_update_slice(g, a, b, starts); break;
       case 26: tpr_rng_bits(g, a, tpr_type_make((tpr_dtype_t)fr(6, 9), r, y), &out, &o2); break;
       case 27: out = tpr_put_1d(g, a, b, a, fr(0, 1)); break;
       case 28:

@@ -84,7 +84,7 @@ def test_type_promotion():
 
 def test_scalar_args_do_not_recompile():
     x = torch.ones(8, device="tpu")
-    x.add_(1.0, alpha=0.5)
+    x.add_(torch.ones(8, device="tpu"), alpha=0.5)
     before = torch.tpu._get_cache_stats()["cache_misses"]
     for lr in (0.1, 0.2, 0.3, 0.4):
         x.add_(torch.ones(8, device="tpu"), alpha=-lr)

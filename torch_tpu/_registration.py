@@ -1,0 +1,53 @@
+"""Registers the ``tpu`` device with PyTorch, once per process."""
+import os
+import site
+import sys
+
+import torch
+
+_done = False
+
+
+def _check_no_other_privateuse1_backend():
+    name = torch._C._get_privateuse1_backend_name()
+    if name not in ("privateuseone", "tpu"):
+        raise RuntimeError(
+            f"torch_tpu cannot load: another out-of-tree device backend already "
+            f"registered PyTorch's PrivateUse1 slot as '{name}'. PyTorch supports one "
+            f"such backend per process; uninstall or stop importing the other one.")
+    if name == "tpu" and "torch_tpu._C" not in sys.modules:
+        raise RuntimeError(
+            "torch_tpu cannot load: another package already registered the 'tpu' "
+            "device (Google's or Sophgo's torch_tpu share this import name and "
+            "cannot be installed beside torch-tpu-open).")
+
+
+def _search_dirs():
+    dirs = []
+    for d in list(site.getsitepackages()) + [site.getusersitepackages()] + sys.path:
+        if d and os.path.isdir(d) and d not in dirs:
+            dirs.append(d)
+    return dirs
+
+
+def register():
+    global _done
+    if _done:
+        return
+    _check_no_other_privateuse1_backend()
+    # XLA logs an INFO line per client; keep users' stderr quiet by default.
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+    from . import _C  # static initialisers register allocator, guard, hooks, kernels
+
+    _C._set_search_dirs(_search_dirs())
+    if torch._C._get_privateuse1_backend_name() != "tpu":
+        torch.utils.rename_privateuse1_backend("tpu")
+    from . import tpu as tpu_module
+
+    torch._register_device_module("tpu", tpu_module)
+    torch.utils.generate_methods_for_privateuse1_backend(
+        for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True)
+    from . import _tied_params
+
+    _tied_params.install()
+    _done = True
