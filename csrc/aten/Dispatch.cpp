@@ -12,6 +12,8 @@
 #include <cstring>
 #include <deque>
 #include <map>
+#include <memory>
+#include <unordered_map>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -237,21 +239,89 @@ c10::Device find_device(const torch::jit::Stack& args) {
   return c10::Device(kTpu, current_device());
 }
 
-void add_out(CallState& st, const at::Tensor& real, const char* op) {
-  st.outs.push_back(real);
-  st.out_types.push_back(tensor_type(real, op));
+// What PyTorch's meta kernel says about one call: the returns and the
+// (possibly resized) arguments. Meta kernels cost tens of microseconds, so
+// results are cached by the call's metadata: op, tensor sizes, strides,
+// offsets, dtypes, devices, and every non-tensor argument's value.
+struct MetaResult {
+  torch::jit::Stack args;
+  torch::jit::Stack returns;
+};
+
+std::mutex meta_mutex;
+std::unordered_map<std::string, std::shared_ptr<const MetaResult>> meta_cache;
+constexpr size_t kMetaCacheMax = 1 << 16;
+
+template <typename T>
+void put(std::string& k, const T& v) {
+  k.append(reinterpret_cast<const char*>(&v), sizeof v);
 }
 
-// Runs an op that has a lowering rule. Returns false when it cannot
-// (no meta kernel), so the caller may fall back.
-bool run_native(const c10::OperatorHandle& op, torch::jit::Stack* stack,
-                const std::string& name) {
-  const auto& schema = op.schema();
-  const size_t nargs = schema.arguments().size();
-  torch::jit::Stack args(stack->end() - nargs, stack->end());
-  c10::Device device = find_device(args);
+void put_tensor(std::string& k, const at::Tensor& t) {
+  if (!t.defined()) {
+    k.push_back('u');
+    return;
+  }
+  k.push_back('t');
+  put(k, static_cast<int8_t>(t.device().type()));
+  put(k, static_cast<int8_t>(t.scalar_type()));
+  put(k, static_cast<bool>(t.unsafeGetTensorImpl()->is_wrapped_number()));
+  put(k, static_cast<int8_t>(t.dim()));
+  for (int64_t i = 0; i < t.dim(); i++) {
+    put(k, t.size(i));
+    put(k, t.stride(i));
+  }
+  put(k, t.storage_offset());
+  if (t.has_storage()) put(k, t.storage().nbytes());
+}
 
-  // 1. Result metadata from PyTorch's meta kernel.
+// Appends |v| to the key; false for values the key cannot describe.
+bool put_ivalue(std::string& k, const c10::IValue& v) {
+  if (v.isTensor()) {
+    put_tensor(k, v.toTensor());
+  } else if (v.isNone()) {
+    k.push_back('n');
+  } else if (v.isInt()) {
+    k.push_back('i');
+    put(k, v.toInt());
+  } else if (v.isDouble()) {
+    k.push_back('d');
+    put(k, v.toDouble());
+  } else if (v.isBool()) {
+    k.push_back('b');
+    put(k, v.toBool());
+  } else if (v.isComplexDouble()) {
+    k.push_back('c');
+    put(k, v.toComplexDouble());
+  } else if (v.isString()) {
+    k.push_back('s');
+    k.append(v.toStringRef());
+    k.push_back('\0');
+  } else if (v.isDevice()) {
+    k.push_back('D');
+    put(k, static_cast<int8_t>(v.toDevice().type()));
+    put(k, v.toDevice().index());
+  } else if (v.isGenerator()) {
+    k.push_back('g');
+  } else if (v.isSymInt()) {
+    if (v.toSymInt().is_symbolic()) return false;
+    k.push_back('i');
+    put(k, v.toSymInt().as_int_unchecked());
+  } else if (v.isList()) {
+    k.push_back('[');
+    for (const auto& e : v.toListRef())
+      if (!put_ivalue(k, e)) return false;
+    k.push_back(']');
+  } else {
+    return false;
+  }
+  return true;
+}
+
+std::shared_ptr<const MetaResult> run_meta(const c10::OperatorHandle& op,
+                                           const torch::jit::Stack& args,
+                                           size_t nargs) {
+  const auto& schema = op.schema();
   torch::jit::Stack meta;
   meta.reserve(nargs);
   for (size_t i = 0; i < nargs; i++) {
@@ -277,9 +347,54 @@ bool run_native(const c10::OperatorHandle& op, torch::jit::Stack* stack,
       meta.push_back(v);
     }
   }
-  if (!op.hasKernelForDispatchKey(c10::DispatchKey::Meta)) return false;
-  const torch::jit::Stack meta_args = meta;  // the call replaces args by returns
+  auto r = std::make_shared<MetaResult>();
+  r->args = meta;  // the call replaces the arguments by the returns
   op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::Meta), &meta);
+  r->returns = std::move(meta);
+  return r;
+}
+
+std::shared_ptr<const MetaResult> meta_result(const c10::OperatorHandle& op,
+                                              const torch::jit::Stack& args,
+                                              size_t nargs) {
+  std::string key;
+  key.reserve(256);
+  put(key, &op.schema());
+  bool cacheable = true;
+  for (size_t i = 0; i < nargs && cacheable; i++) cacheable = put_ivalue(key, args[i]);
+  if (cacheable) {
+    std::lock_guard<std::mutex> lock(meta_mutex);
+    auto it = meta_cache.find(key);
+    if (it != meta_cache.end()) return it->second;
+  }
+  auto r = run_meta(op, args, nargs);
+  if (cacheable) {
+    std::lock_guard<std::mutex> lock(meta_mutex);
+    if (meta_cache.size() >= kMetaCacheMax) meta_cache.clear();
+    meta_cache.emplace(std::move(key), r);
+  }
+  return r;
+}
+
+void add_out(CallState& st, const at::Tensor& real, const char* op) {
+  st.outs.push_back(real);
+  st.out_types.push_back(tensor_type(real, op));
+}
+
+// Runs an op that has a lowering rule. Returns false when it cannot
+// (no meta kernel), so the caller may fall back.
+bool run_native(const c10::OperatorHandle& op, torch::jit::Stack* stack,
+                const std::string& name) {
+  const auto& schema = op.schema();
+  const size_t nargs = schema.arguments().size();
+  torch::jit::Stack args(stack->end() - nargs, stack->end());
+  c10::Device device = find_device(args);
+
+  // 1. Result metadata from PyTorch's meta kernel.
+  if (!op.hasKernelForDispatchKey(c10::DispatchKey::Meta)) return false;
+  std::shared_ptr<const MetaResult> mr = meta_result(op, args, nargs);
+  const torch::jit::Stack& meta = mr->returns;
+  const torch::jit::Stack& meta_args = mr->args;
 
   // 2. Targets: fresh results, out= arguments, in-place arguments.
   CallState st;

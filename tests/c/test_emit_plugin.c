@@ -223,8 +223,9 @@ TPR_TEST(emit_plugin_constants_roundtrip) {
   CHECK(lo == INT64_MIN);
 }
 
-// The valid graphs of the builder fuzzer must all compile: builders accept
-// nothing the plugin's StableHLO verifier or XLA rejects.
+// The valid graphs of the builder fuzzer must all compile and run (on zero
+// inputs): builders accept nothing the plugin's StableHLO verifier or XLA
+// rejects.
 TPR_TEST(emit_plugin_compiles_fuzzed_graphs) {
   tpr_client_t* c;
   CHECK_OK(fixture_client(1, &c));
@@ -255,6 +256,21 @@ TPR_TEST(emit_plugin_compiles_fuzzed_graphs) {
       }
     } else {
       compiled++;
+      // Run it on zeros: nothing may abort or fail at execution either.
+      static const uint8_t zeros[1024];
+      tpr_buffer_t* in[3] = {NULL, NULL, NULL};
+      tpr_buffer_t* out = NULL;
+      for (int i = 0; i < 3 && tpr_status_is_ok(s); i++) {
+        const tpr_type_t* t = tpr_value_type(g, i);  // parameters 0..2
+        s = tpr_buffer_from_host(c, 0, t->dtype, t->dims, t->rank, zeros,
+                                 &in[i]);
+      }
+      if (tpr_status_is_ok(s))
+        s = tpr_executable_execute(exe, 0, in, 3, NULL, &out, true);
+      if (!tpr_status_is_ok(s) && failed++ < 5)
+        fprintf(stderr, "  run: %.400s\n", tpr_status_message(s));
+      tpr_buffer_release(out);
+      for (int i = 0; i < 3; i++) tpr_buffer_release(in[i]);
     }
     tpr_status_free(s);
     tpr_executable_release(exe);

@@ -1,0 +1,21 @@
+"""Shared timing helpers: medians of repeated runs, always against a reference
+measured in the same process."""
+import statistics
+import time
+
+
+def median_time(fn, reps=7, inner=1, warmup=2):
+    """Median seconds per call of fn() over |reps| timed runs of |inner| calls."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        for _ in range(inner):
+            fn()
+        times.append((time.perf_counter() - t0) / inner)
+    return statistics.median(times)
+
+
+def fmt_us(s):
+    return f"{s * 1e6:9.1f} us"
