@@ -96,11 +96,19 @@ static tpr_status_t get_slot(tpr_storage_t* storage, slot_t** out) {
   return tpr_ok_status();
 }
 
-// Makes sure the slot's storage buffer is a parameter of the graph.
+// Makes the slot's storage contents a value of the graph: its buffer as a
+// parameter, or, for a never-written storage, zeros made in the graph (no
+// upload, and nothing at all when the op overwrites the whole storage).
 static tpr_status_t ensure_base(slot_t* slot, tpr_dtype_t dtype_if_new) {
   if (slot->base != TPR_VALUE_NONE) return tpr_ok_status();
-  TPR_RETURN_IF_ERROR(tpr_storage_materialize(slot->storage, dtype_if_new));
-  return add_param(slot->storage->buffer, false, &slot->base);
+  if (slot->storage->buffer)
+    return add_param(slot->storage->buffer, false, &slot->base);
+  size_t item = tpr_dtype_size(dtype_if_new);
+  if (!item) return TPR_ERR(INVALID_ARGUMENT, "unsupported dtype %d", (int)dtype_if_new);
+  int64_t numel = (int64_t)(slot->storage->nbytes / item);
+  slot->base = tpr_broadcast_in_dim(
+      graph, tpr_constant_i64(graph, dtype_if_new, 0), 1, &numel, NULL);
+  return tpr_ok_status();
 }
 
 static bool is_contiguous(const tpr_tensor_ref_t* r) {

@@ -21,9 +21,6 @@ void tpr_eager_unlock(void);
 
 // Replaces the storage's buffer (takes ownership of |buffer|); lock held.
 void tpr_storage_swap_buffer(tpr_storage_t* storage, tpr_buffer_t* buffer);
-// Gives a never-written storage a zero-filled buffer of |dtype|; lock held.
-tpr_status_t tpr_storage_materialize(tpr_storage_t* storage,
-                                     tpr_dtype_t dtype);
 
 // In-memory executable cache keyed by a 128-bit graph hash; lock held.
 tpr_executable_t* tpr_exec_cache_find(const uint64_t key[2]);

@@ -54,22 +54,6 @@ void tpr_storage_swap_buffer(tpr_storage_t* s, tpr_buffer_t* buffer) {
   s->buffer = buffer;
 }
 
-tpr_status_t tpr_storage_materialize(tpr_storage_t* s, tpr_dtype_t dtype) {
-  if (s->buffer) return tpr_ok_status();
-  size_t item = tpr_dtype_size(dtype);
-  if (!item) return TPR_ERR(INVALID_ARGUMENT, "unsupported dtype %d", (int)dtype);
-  int64_t numel = (int64_t)(s->nbytes / item);
-  void* zeros = tpr_calloc((size_t)numel, item);
-  if (!zeros) return TPR_ERR(RESOURCE_EXHAUSTED, "out of host memory (%zu bytes)", s->nbytes);
-  tpr_buffer_t* b = NULL;
-  tpr_status_t st = tpr_buffer_from_host(tpr_eager_client(), s->device, dtype,
-                                         &numel, 1, zeros, &b);
-  tpr_free(zeros);
-  TPR_RETURN_IF_ERROR(st);
-  tpr_storage_swap_buffer(s, b);
-  return tpr_ok_status();
-}
-
 int64_t tpr_tensor_ref_numel(const tpr_tensor_ref_t* ref) {
   int64_t n = 1;
   for (int i = 0; i < ref->rank; i++) n *= ref->sizes[i];

@@ -527,7 +527,18 @@ void tpu_fallback(const c10::OperatorHandle& op, c10::DispatchKeySet,
                   torch::jit::Stack* stack) {
   std::string name = op_name(op);
   if (tpr_rule_find(name.c_str())) {
-    if (run_native(op, stack, name)) return;
+    try {
+      if (run_native(op, stack, name)) return;
+    } catch (const std::exception& e) {
+      // The meta kernel cannot say the result's shape (data-dependent
+      // output, e.g. boolean-mask indexing): only running it can.
+      std::string what = e.what();
+      if (what.find("data-dependent") == std::string::npos &&
+          what.find("data-independent") == std::string::npos)
+        throw;
+      cpu_fallback_counted(op, stack, name, "has a data-dependent output shape");
+      return;
+    }
     cpu_fallback_counted(op, stack, name, "has a tpu rule but no meta kernel");
     return;
   }

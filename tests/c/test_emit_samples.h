@@ -348,8 +348,8 @@ static inline void tpr_fuzz_graph(tpr_graph_t* g, uint64_t* st) {
     tpr_value_t starts[4];
     for (int k = 0; k < 4; k++)
       starts[k] = fr(0, 3) ? tpr_constant_i64(g, TPR_DTYPE_S32, fr(-1, 2)) : b;
-    uint8_t bytes[64];
-    for (int k = 0; k < 64; k++) bytes[k] = (uint8_t)fr(0, 255);
+    uint8_t bytes[256];  // up to 4x4 elements of 16 bytes
+    for (int k = 0; k < 256; k++) bytes[k] = (uint8_t)fr(0, 255);
     switch (fr(0, 30)) {
       case 0: out = tpr_unary(g, (tpr_unary_op_t)fr(0, 40), a); break;
       case 1: out = tpr_binary(g, (tpr_binary_op_t)fr(0, 17), a, b); break;
