@@ -5,6 +5,7 @@
 // itself and its operand types on a bad operand. No-op cases (reshape to the
 // same shape, identity transpose, convert to the same dtype, ...) return the
 // operand itself and add no node.
+#include <math.h>
 #include <string.h>
 
 #include "compiler/ir/graph_internal.h"
@@ -457,7 +458,15 @@ tpr_value_t tpr_binary(tpr_graph_t* g, tpr_binary_op_t op, tpr_value_t a,
                           fmt(ta, b));
   }
   tpr_value_t ops[2] = {a, b_};
-  return add1(g, TPR_OP_BINARY, op, ops, 2, NULL, 0, *ta);
+  tpr_value_t r = add1(g, TPR_OP_BINARY, op, ops, 2, NULL, 0, *ta);
+  if ((op == TPR_BINARY_MAX || op == TPR_BINARY_MIN) &&
+      tpr_dtype_is_float(ta->dtype)) {
+    // PyTorch propagates NaN through maximum/minimum; XLA:CPU's max/min
+    // may return the other operand ("fast min/max"). Make it explicit.
+    r = tpr_select(g, tpr_compare(g, TPR_CMP_NE, b_, b_), b_, r);
+    r = tpr_select(g, tpr_compare(g, TPR_CMP_NE, a, a), a, r);
+  }
+  return r;
 }
 
 tpr_value_t tpr_compare(tpr_graph_t* g, tpr_compare_dir_t dir, tpr_value_t a,
@@ -534,7 +543,19 @@ tpr_value_t tpr_reduce(tpr_graph_t* g, tpr_value_t v, tpr_reduce_op_t op,
     for (int j = 0; j < num_dims; j++) reduced |= dims[j] == i;
     if (!reduced) r.dims[r.rank++] = t->dims[i];
   }
-  return add1(g, TPR_OP_REDUCE, op, &v, 1, dims, num_dims, r);
+  tpr_value_t out = add1(g, TPR_OP_REDUCE, op, &v, 1, dims, num_dims, r);
+  if ((op == TPR_REDUCE_MAX || op == TPR_REDUCE_MIN) &&
+      tpr_dtype_is_float(t->dtype)) {
+    // NaN wins, as in PyTorch (see tpr_binary).
+    tpr_value_t has_nan = add1(g, TPR_OP_REDUCE, TPR_REDUCE_OR,
+                               (tpr_value_t[]){tpr_compare(g, TPR_CMP_NE, v, v)},
+                               1, dims, num_dims,
+                               tpr_type_make(TPR_DTYPE_BOOL, r.rank, r.dims));
+    tpr_value_t nan = tpr_broadcast_in_dim(
+        g, tpr_constant_f64(g, t->dtype, (double)NAN), r.rank, r.dims, NULL);
+    out = tpr_select(g, has_nan, nan, out);
+  }
+  return out;
 }
 
 void tpr_argreduce(tpr_graph_t* g, tpr_value_t v, int64_t dim, bool is_max,
