@@ -151,8 +151,13 @@ def test_zero_size_and_scalars():
 
 
 def test_printing_a_tpu_tensor():
+    torch.tpu._reset_cache_stats()
     s = str(torch.arange(4.0, device="tpu"))
-    assert "device='tpu:0'" in s and "0., 1., 2., 3." in s
+    assert s == "tensor([0., 1., 2., 3.], device='tpu:0')"
+    x = torch.ones(2, device="tpu", requires_grad=True) * 3
+    assert repr(x) == "tensor([3., 3.], device='tpu:0', grad_fn=<MulBackward0>)"
+    assert "..." in str(torch.zeros(5000, device="tpu"))
+    assert torch.tpu.fallback_counts() == {}
 
 
 def test_storage_data_ptrs_unique_and_spaced():
