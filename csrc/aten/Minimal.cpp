@@ -125,8 +125,13 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst,
               "copy_: conjugate/negative views are not supported on tpu yet");
   bool src_tpu = self.device().type() == c10::DeviceType::PrivateUse1;
   bool dst_tpu = dst.device().type() == c10::DeviceType::PrivateUse1;
-  if (src_tpu && dst_tpu) {
+  if (src_tpu && dst_tpu && self.device() == dst.device()) {
     copy_on_device(self, dst);
+  } else if (src_tpu && dst_tpu) {  // across devices: through the host
+    at::Tensor host = at::empty(self.sizes(), self.options().device(c10::kCPU));
+    tpr_tensor_ref_t s = tensor_ref(self, "copy_");
+    check(tpr_tensor_read_host(&s, host.mutable_data_ptr(), host.nbytes()));
+    copy_from(host, dst, non_blocking);
   } else if (dst_tpu) {  // host -> device
     TORCH_CHECK(self.device().is_cpu(), "copy_: cannot copy from ",
                 self.device(), " to tpu");

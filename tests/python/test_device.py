@@ -165,3 +165,21 @@ def test_missing_cpu_plugin_names_the_package():
                    env={"TORCH_TPU_PJRT_PLUGIN": "cpu"})
     assert r.returncode == 0, r.stderr
     assert "pip install" in r.stdout
+
+
+def test_several_devices_on_the_cpu_plugin():
+    code = (
+        "import torch\n"
+        "assert torch.tpu.device_count() == 2\n"
+        "x = torch.arange(4.0, device='tpu:1') * 2\n"
+        "assert x.device == torch.device('tpu', 1)\n"
+        "y = x.to('tpu:0')\n"
+        "assert y.device == torch.device('tpu', 0) and y.tolist() == [0.0, 2.0, 4.0, 6.0]\n"
+        "with torch.tpu.device(1):\n"
+        "    z = torch.ones(3, device='tpu') + 1\n"
+        "assert z.device.index == 1 and z.sum().item() == 6.0\n"
+        "assert torch.tpu.memory_allocated(1) > 0\n"
+        "print('OK')\n")
+    r = run_python(code, env={"TORCH_TPU_CPU_DEVICE_COUNT": "2"})
+    assert r.returncode == 0, r.stderr
+    assert "OK" in r.stdout
