@@ -16,6 +16,29 @@ sys.path.insert(0, os.path.dirname(__file__))
 from common import fmt_us, median_time  # noqa: E402
 
 
+def jax_reference(args):
+    """Per-op time of the same ops under jax.jit on JAX's CPU backend, if
+    JAX is installed (dispatch until block_until_ready, like 'tpu async')."""
+    try:
+        import jax
+        import jax.numpy as jnp
+    except ImportError:
+        return None
+    fns = {"add": jax.jit(lambda a, b: a + b), "mul": jax.jit(lambda a, b: a * b),
+           "relu": jax.jit(lambda a, b: jnp.maximum(a, 0))}
+    a = jnp.ones(args.size, jnp.float32)
+    b = jnp.ones(args.size, jnp.float32)
+    out = {}
+    for name, f in fns.items():
+        def loop():
+            r = None
+            for _ in range(args.inner):
+                r = f(a, b)
+            r.block_until_ready()
+        out[name] = median_time(loop, reps=args.reps) / args.inner
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--size", type=int, default=16)
@@ -28,8 +51,10 @@ def main():
         "relu": lambda a, b: torch.relu(a),
         "add_ (in-place)": lambda a, b: a.add_(b),
     }
+    jax_ops = jax_reference(args)
     print(f"tensor size {args.size} float32; median of {args.reps} runs x {args.inner} ops")
-    print(f"{'op':18s} {'cpu':>12s} {'tpu async':>12s} {'ratio':>7s} {'tpu sync':>12s} {'ratio':>7s}")
+    print(f"{'op':18s} {'cpu':>12s} {'tpu async':>12s} {'ratio':>7s} {'tpu sync':>12s} {'ratio':>7s}"
+          + (f" {'jax jit':>12s}" if jax_ops else ""))
     for name, op in ops.items():
         res = {}
         for dev in ("cpu", "tpu"):
@@ -48,7 +73,8 @@ def main():
                     a[0].item()
                 res["sync"] = median_time(one, reps=args.reps, inner=200)
         print(f"{name:18s} {fmt_us(res['cpu'])} {fmt_us(res['tpu'])} {res['tpu'] / res['cpu']:6.1f}x "
-              f"{fmt_us(res['sync'])} {res['sync'] / res['cpu']:6.1f}x")
+              f"{fmt_us(res['sync'])} {res['sync'] / res['cpu']:6.1f}x"
+              + (f" {fmt_us(jax_ops[name])}" if jax_ops and name in jax_ops else ""))
 
 
 if __name__ == "__main__":

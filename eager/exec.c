@@ -26,6 +26,10 @@ static tpr_arg_t* args;
 static int cap_args;
 static tpr_value_t* list_values;
 static int num_list_values, cap_list_values;
+static int* result_slots;  // slot index of each graph result
+static int cap_results;
+static tpr_buffer_t** results;
+static int cap_result_buffers;
 
 static tpr_eager_stats_t stats;
 static int job_device;  // device of the op being built
@@ -175,7 +179,8 @@ static tpr_status_t build_args(const tpr_eager_call_t* call) {
         }
         break;
       case TPR_ARG_TENSOR_LIST:
-        GROW(list_values, cap_list_values, num_list_values + a->count);
+        num_list_values += a->count;
+        GROW(list_values, cap_list_values, num_list_values);
         break;
       case TPR_ARG_GENERATOR: {
         int64_t two = 2;
@@ -274,14 +279,12 @@ static tpr_status_t run_locked(const tpr_eager_call_t* call) {
   TPR_RETURN_IF_ERROR(s);
 
   // One result per written storage.
-  int result_slot[64];
   int num_results = 0;
   for (int i = 0; i < num_slots; i++) {
     if (slots[i].current == TPR_VALUE_NONE || slots[i].current == slots[i].base)
       continue;
-    if (num_results == 64)
-      return TPR_ERR(UNIMPLEMENTED, "%s writes more than 64 storages", call->op_name);
-    result_slot[num_results++] = i;
+    GROW(result_slots, cap_results, num_results + 1);
+    result_slots[num_results++] = i;
     tpr_graph_add_result(graph, slots[i].current);
   }
   TPR_RETURN_IF_ERROR(tpr_graph_status(graph));
@@ -289,14 +292,14 @@ static tpr_status_t run_locked(const tpr_eager_call_t* call) {
 
   tpr_executable_t* exe;
   TPR_RETURN_IF_ERROR(get_executable(&exe));
-  tpr_buffer_t* results[64];
+  GROW(results, cap_result_buffers, num_results);
   TPR_RETURN_IF_ERROR(tpr_executable_execute(exe, call->device, params,
                                              (size_t)num_params, NULL, results,
                                              tpr_eager_launch_blocking()));
   stats.ops++;
   tpr_pending_push(results[0]);
   for (int i = 0; i < num_results; i++)
-    tpr_storage_swap_buffer(slots[result_slot[i]].storage, results[i]);
+    tpr_storage_swap_buffer(slots[result_slots[i]].storage, results[i]);
   return tpr_ok_status();
 }
 

@@ -85,6 +85,13 @@ bool is_scalar_arg(const c10::Argument& a) {
   return t->kind() == c10::TypeKind::NumberType;
 }
 
+bool is_scalar_list_arg(const c10::Argument& a) {
+  auto t = a.type();
+  if (auto opt = t->cast<c10::OptionalType>()) t = opt->getElementType();
+  auto l = t->cast<c10::ListType>();
+  return l && l->getElementType()->kind() == c10::TypeKind::NumberType;
+}
+
 bool writes(const c10::Argument& a) {
   return a.alias_info() && a.alias_info()->isWrite();
 }
@@ -205,6 +212,28 @@ void convert_arg(CallState& st, const c10::Argument& schema_arg,
     a.bools = b.get();
     a.count = static_cast<int32_t>(l.size());
     st.bool_lists.push_back(std::move(b));
+  } else if (is_scalar_list_arg(schema_arg) && v.isList()) {
+    // Scalar[] (per-tensor scalars of foreach ops, e.g. Adam's bias
+    // corrections): one small device tensor, so new values do not recompile.
+    std::vector<double> vals;
+    bool all_int = true;
+    for (const auto& e : v.toListRef()) {
+      all_int &= e.isInt() || e.isBool();
+      vals.push_back(e.isDouble() ? e.toDouble()
+                     : e.isBool() ? static_cast<double>(e.toBool())
+                                  : static_cast<double>(e.toInt()));
+    }
+    at::Tensor host = at::tensor(vals, at::dtype(at::kDouble));
+    if (all_int) host = host.to(at::kLong);
+    at::Tensor dev = host.to(device);
+    st.keep_alive.push_back(dev);
+    std::vector<const tpr_tensor_ref_t*> refs;
+    for (int64_t k = 0; k < dev.numel(); k++)
+      refs.push_back(add_ref(st, dev.select(0, k), op, device));
+    st.ref_lists.push_back(std::move(refs));
+    a.kind = TPR_ARG_TENSOR_LIST;
+    a.count = static_cast<int32_t>(st.ref_lists.back().size());
+    out.tensors = st.ref_lists.back().data();
   } else if (v.isTensorList() || v.isOptionalTensorList() || v.isList()) {
     std::vector<const tpr_tensor_ref_t*> refs;
     for (const auto& e : v.toListRef()) {
@@ -349,7 +378,12 @@ std::shared_ptr<const MetaResult> run_meta(const c10::OperatorHandle& op,
   }
   auto r = std::make_shared<MetaResult>();
   r->args = meta;  // the call replaces the arguments by the returns
-  op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::Meta), &meta);
+  // Foreach ops have no Meta kernel; their composite one runs per tensor on
+  // the meta twins, which is just as good for metadata.
+  auto key = op.hasKernelForDispatchKey(c10::DispatchKey::Meta)
+                 ? c10::DispatchKey::Meta
+                 : c10::DispatchKey::CompositeExplicitAutograd;
+  op.redispatchBoxed(c10::DispatchKeySet(key), &meta);
   r->returns = std::move(meta);
   return r;
 }
@@ -391,7 +425,9 @@ bool run_native(const c10::OperatorHandle& op, torch::jit::Stack* stack,
   c10::Device device = find_device(args);
 
   // 1. Result metadata from PyTorch's meta kernel.
-  if (!op.hasKernelForDispatchKey(c10::DispatchKey::Meta)) return false;
+  if (!op.hasKernelForDispatchKey(c10::DispatchKey::Meta) &&
+      !op.hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutograd))
+    return false;
   std::shared_ptr<const MetaResult> mr = meta_result(op, args, nargs);
   const torch::jit::Stack& meta = mr->returns;
   const torch::jit::Stack& meta_args = mr->args;
@@ -547,6 +583,21 @@ void tpu_fallback(const c10::OperatorHandle& op, c10::DispatchKeySet,
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
   m.fallback(torch::CppFunction::makeFromBoxedFunction<&tpu_fallback>());
+}
+
+// Foreach ops are CompositeExplicitAutograd, which would split them into one
+// op (and one executable run) per tensor before the fallback sees them.
+// Claiming them for tpu runs each as one graph over the whole list.
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  size_t n = 0;
+  const tpr_rule_t* rules = tpr_rule_table(&n);
+  static const std::string kPrefix = "aten::_foreach_";
+  for (size_t i = 0; i < n; i++) {
+    std::string name = rules[i].name;
+    if (name.compare(0, kPrefix.size(), kPrefix) != 0) continue;
+    m.impl(name.substr(6).c_str(),
+           torch::CppFunction::makeFromBoxedFunction<&tpu_fallback>());
+  }
 }
 
 }  // namespace

@@ -183,3 +183,12 @@ def test_several_devices_on_the_cpu_plugin():
     r = run_python(code, env={"TORCH_TPU_CPU_DEVICE_COUNT": "2"})
     assert r.returncode == 0, r.stderr
     assert "OK" in r.stdout
+
+
+def test_refuses_to_load_beside_another_privateuse1_backend():
+    r = run_python("import torch\n"
+                   "torch.utils.rename_privateuse1_backend('foo')\n"
+                   "import torch_tpu\n",
+                   env={"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"})
+    assert r.returncode != 0
+    assert "another out-of-tree device backend" in r.stderr and "'foo'" in r.stderr
