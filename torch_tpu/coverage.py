@@ -1,0 +1,415 @@
+"""Op coverage against PyTorch's own OpInfo database.
+
+    python -m torch_tpu.coverage                     # full run, float32 + bfloat16, forward + backward
+    python -m torch_tpu.coverage --fast              # the CI slice
+    python -m torch_tpu.coverage --ops add,mm --dtypes float32 -v
+    python -m torch_tpu.coverage --core              # which torch.Tag.core ops lack a native rule
+
+Every sample input of every OpInfo in ``op_db`` runs on the CPU and on ``tpu``
+with the CPU fallback disabled (``TORCH_TPU_FALLBACK=0``), and the results are
+compared. Each (op, dtype) gets one status:
+
+* ``pass``: every sample matched the CPU within the dtype's tolerance;
+* ``mismatch``: some sample gave a different value, shape or dtype;
+* ``unsupported``: the backend said so (no lowering, unimplemented case);
+* ``error``: anything else raised on ``tpu`` (a defect of ours), or the worker
+  crashed or hung on it;
+* ``skip``: not counted: the CPU itself rejects every sample, or the dtype is
+  not one the op supports on the CPU.
+
+Random ops are compared on shape and dtype only. Backward (float32): for ops
+that support autograd, the gradients of every differentiable input, under the
+same cotangents, are compared the same way.
+
+Tolerances (|tpu - cpu| <= atol + rtol * |cpu|): float32 rtol=atol=1e-5: XLA's
+vectorised transcendental functions differ from the CPU's by a few ulp and its
+fused reductions associate sums differently (n terms: ~n ulp); 1e-5 is about
+80 ulp. float64 1e-7. bfloat16 rtol=1.6e-2 (2 ulp of an 8-bit mantissa: both
+sides compute in float32 and round once, but inputs to a rounding can differ
+by an ulp), atol=1e-2 for results near zero that are differences of larger
+rounded terms. float16 1e-3 for the same reasons. Integers and bools: exact.
+
+Workers run in subprocesses; a crash or a hang (no progress for --timeout
+seconds) marks that op ``error`` and the run continues with the next op.
+"""
+import argparse
+import collections
+import json
+import os
+import subprocess
+import sys
+import time
+
+TOLERANCES = {
+    "float32": dict(rtol=1e-5, atol=1e-5),
+    "float64": dict(rtol=1e-7, atol=1e-7),
+    "bfloat16": dict(rtol=1.6e-2, atol=1e-2),
+    "float16": dict(rtol=1e-3, atol=1e-3),
+    "complex64": dict(rtol=1e-5, atol=1e-5),
+}
+
+# Ops whose values are random: compared on shape and dtype.
+RANDOM_OPS = {
+    "bernoulli", "normal", "normal_in_place", "rand_like", "randint_like", "randn_like",
+    "randint", "randn", "rand", "uniform", "multinomial", "nn.functional.dropout",
+    "nn.functional.dropout2d", "nn.functional.dropout3d", "nn.functional.alpha_dropout",
+    "nn.functional.feature_alpha_dropout", "nn.functional.rrelu", "cauchy", "exponential",
+    "geometric", "log_normal", "randperm", "empty", "empty_like", "new_empty",
+    "new_empty_strided", "empty_strided", "empty_permuted", "nn.functional.multi_head_attention_forward",
+}
+
+# The CI slice: common ops across families, a few samples each.
+FAST_OPS = [
+    "add", "sub", "mul", "div", "neg", "abs", "exp", "log", "sqrt", "rsqrt", "sigmoid", "tanh",
+    "pow", "maximum", "clamp", "where", "eq", "lt", "sum", "mean", "amax", "argmax", "max",
+    "var", "softmax", "log_softmax", "mm", "bmm", "addmm", "matmul", "cat", "stack",
+    "index_select", "gather", "nn.functional.relu", "nn.functional.gelu", "nn.functional.silu",
+    "nn.functional.cross_entropy", "nn.functional.layer_norm", "nn.functional.embedding",
+    "transpose", "reshape", "flip", "tril", "masked_fill", "lerp", "addcmul",
+]
+
+
+def _key(op):
+    return op.name + ("." + op.variant_test_name if op.variant_test_name else "")
+
+
+def _flatten(x, out):
+    import torch
+    if isinstance(x, torch.Tensor):
+        out.append(x)
+    elif isinstance(x, (list, tuple)):
+        for e in x:
+            _flatten(e, out)
+    elif isinstance(x, dict):
+        for e in x.values():
+            _flatten(e, out)
+    else:
+        out.append(x)
+    return out
+
+
+def _to_tpu(sample, requires_grad=False):
+    import torch
+
+    def move(t):
+        d = t.detach().to("tpu")
+        if requires_grad and t.requires_grad:
+            d.requires_grad_()
+        return d
+    return sample.transform(lambda t: move(t) if isinstance(t, torch.Tensor) else t)
+
+
+def _compare(got, want, dtype_name, values=True):
+    """None if equal within tolerance, else a short reason."""
+    import torch
+    g, w = _flatten(got, []), _flatten(want, [])
+    if len(g) != len(w):
+        return f"{len(g)} outputs, CPU gave {len(w)}"
+    for a, b in zip(g, w):
+        if isinstance(b, torch.Tensor):
+            if not isinstance(a, torch.Tensor):
+                return f"got {type(a).__name__}, CPU gave a tensor"
+            if a.device.type not in ("tpu", "cpu") or (b.device.type == "cpu" and a.device.type != "tpu"
+                                                     and a.numel() > 0):
+                return f"result on {a.device}"
+            if a.dtype != b.dtype:
+                return f"dtype {a.dtype}, CPU {b.dtype}"
+            if a.shape != b.shape:
+                return f"shape {tuple(a.shape)}, CPU {tuple(b.shape)}"
+            if not values:
+                continue
+            tol = TOLERANCES.get(str(b.dtype).replace("torch.", ""), dict(rtol=0, atol=0))
+            try:
+                torch.testing.assert_close(a.detach().cpu(), b.detach(), equal_nan=True,
+                                           check_device=False, **tol)
+            except AssertionError as e:
+                lines = [ln for ln in str(e).splitlines() if "difference" in ln or "Mismatched" in ln]
+                return "; ".join(lines)[:200] or "values differ"
+        elif values and a != b and not (isinstance(b, float) and b != b and a != a):
+            return f"value {a!r}, CPU {b!r}"
+    return None
+
+
+def _classify_exception(e):
+    msg = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:240]
+    unsupported = isinstance(e, NotImplementedError) or "not supported on tpu" in msg \
+        or "is not supported" in msg or "TORCH_TPU_FALLBACK=0" in msg
+    return ("unsupported" if unsupported else "error"), msg
+
+
+def _grads(op, sample, outputs):
+    import torch
+    outs = [o for o in _flatten(outputs, []) if isinstance(o, torch.Tensor) and o.requires_grad]
+    ins = [t for t in _flatten([sample.input, list(sample.args), sample.kwargs], [])
+           if isinstance(t, torch.Tensor) and t.requires_grad]
+    if not outs or not ins:
+        return None
+    cots = []
+    for i, o in enumerate(outs):
+        g = torch.Generator().manual_seed(i)
+        c = torch.randn(o.shape, generator=g, dtype=torch.float64).to(o.dtype)
+        cots.append(c.to(o.device))
+    return torch.autograd.grad(outs, ins, cots, allow_unused=True)
+
+
+def run_op(op, dtypes, max_samples, backward, verbose=False):
+    """Returns {dtype name: {status, samples, reason}} (+ "backward")."""
+    import torch
+    result = {}
+    supported = op.supported_dtypes("cpu")
+    for dtype_name in dtypes:
+        dtype = getattr(torch, dtype_name)
+        if dtype not in supported:
+            result[dtype_name] = {"status": "skip", "reason": "dtype not supported on CPU"}
+            continue
+        result[dtype_name] = _run_samples(op, dtype, dtype_name, max_samples, False, verbose)
+    if backward and op.supports_autograd and torch.float32 in op.supported_backward_dtypes("cpu"):
+        result["backward"] = _run_samples(op, torch.float32, "float32", max_samples, True, verbose)
+    return result
+
+
+def _run_samples(op, dtype, dtype_name, max_samples, backward, verbose):
+    import torch
+    counts = collections.Counter()
+    reason = ""
+    random_op = op.name in RANDOM_OPS or getattr(op, "name", "").startswith("nn.functional.dropout")
+    try:
+        samples = list(op.sample_inputs("cpu", dtype, requires_grad=backward))[:max_samples]
+    except Exception as e:  # the OpInfo itself cannot build samples
+        return {"status": "skip", "reason": f"sample_inputs failed: {type(e).__name__}"}
+    for i, sample in enumerate(samples):
+        torch.manual_seed(0)
+        try:
+            want = op(sample.input, *sample.args, **sample.kwargs)
+            if backward:
+                want_g = _grads(op, sample, want)
+                if want_g is None:
+                    counts["skip"] += 1
+                    continue
+        except Exception:
+            counts["skip"] += 1  # the CPU rejects this sample
+            continue
+        try:
+            torch.manual_seed(0)
+            dev = _to_tpu(sample, requires_grad=backward)
+            got = op(dev.input, *dev.args, **dev.kwargs)
+            if backward:
+                got_g = _grads(op, dev, got)
+                got, want = got_g, want_g
+            why = _compare(got, want, dtype_name, values=not random_op)
+        except Exception as e:
+            status, why = _classify_exception(e)
+            counts[status] += 1
+            reason = reason or f"sample {i}: {why}"
+            if verbose:
+                print(f"  {_key(op)} {dtype_name}{' bwd' if backward else ''} sample {i}: {why}")
+            continue
+        if why:
+            counts["mismatch"] += 1
+            reason = reason or f"sample {i}: {why}"
+            if verbose:
+                print(f"  {_key(op)} {dtype_name}{' bwd' if backward else ''} sample {i}: {why}")
+        else:
+            counts["pass"] += 1
+    for status in ("error", "unsupported", "mismatch"):
+        if counts[status]:
+            return {"status": status, "samples": dict(counts), "reason": reason}
+    if counts["pass"]:
+        return {"status": "pass", "samples": dict(counts)}
+    return {"status": "skip", "samples": dict(counts), "reason": "the CPU rejects every sample"}
+
+
+# -- driver ---------------------------------------------------------------------
+
+def _worker(args):
+    os.environ["TORCH_TPU_FALLBACK"] = "0"
+    import warnings
+
+    import torch  # noqa: F401
+    import torch_tpu  # noqa: F401
+    from torch.testing._internal.common_methods_invocations import op_db
+    warnings.filterwarnings("ignore")
+    with open(args.result, "a") as out:
+        for idx in range(args.start, args.end):
+            op = op_db[idx]
+            if args.ops and _key(op) not in args.ops and op.name not in args.ops:
+                continue
+            out.write(json.dumps({"begin": idx}) + "\n")
+            out.flush()
+            r = run_op(op, args.dtypes, args.samples, args.backward, args.verbose)
+            out.write(json.dumps({"done": idx, "op": _key(op), "result": r}) + "\n")
+            out.flush()
+
+
+def _drive(args):
+    from torch.testing._internal.common_methods_invocations import op_db
+    n = len(op_db)
+    result_path = args.json + ".partial"
+    if os.path.exists(result_path):
+        os.remove(result_path)
+    results = {}
+    start = 0
+    while start < n:
+        cmd = [sys.executable, "-m", "torch_tpu.coverage", "--worker", "--start", str(start),
+               "--end", str(n), "--result", result_path, "--dtypes", ",".join(args.dtypes),
+               "--samples", str(args.samples)]
+        if args.backward:
+            cmd.append("--backward")
+        if args.ops:
+            cmd += ["--ops", ",".join(args.ops)]
+        if args.verbose:
+            cmd.append("-v")
+        proc = subprocess.Popen(cmd)
+        last_size, last_change = -1, time.time()
+        while proc.poll() is None:
+            time.sleep(1)
+            size = os.path.getsize(result_path) if os.path.exists(result_path) else 0
+            if size != last_size:
+                last_size, last_change = size, time.time()
+            elif time.time() - last_change > args.timeout:
+                proc.kill()
+                proc.wait()
+                break
+        begun, done = None, set()
+        for line in open(result_path) if os.path.exists(result_path) else []:
+            rec = json.loads(line)
+            if "begin" in rec:
+                begun = rec["begin"]
+            else:
+                done.add(rec["done"])
+                results[rec["op"]] = rec["result"]
+        if proc.returncode == 0:
+            break
+        if begun is None or begun in done:
+            break  # died outside an op
+        op = op_db[begun]
+        why = "worker crashed" if proc.returncode not in (None, -9) else "hung"
+        results[_key(op)] = {d: {"status": "error", "reason": why} for d in args.dtypes}
+        with open(result_path, "a") as f:
+            f.write(json.dumps({"done": begun, "op": _key(op), "result": results[_key(op)]}) + "\n")
+        start = begun + 1
+    os.replace(result_path, args.json)
+    return results
+
+
+def _totals(results, column):
+    c = collections.Counter()
+    for r in results.values():
+        if column in r:
+            c[r[column]["status"]] += 1
+    counted = sum(v for k, v in c.items() if k != "skip")
+    return c, counted
+
+
+def report(results, dtypes, backward):
+    lines = ["| column | ops counted | pass | mismatch | unsupported | error | pass rate |",
+             "|---|---|---|---|---|---|---|"]
+    columns = list(dtypes) + (["backward"] if backward else [])
+    for col in columns:
+        c, counted = _totals(results, col)
+        rate = 100.0 * c["pass"] / counted if counted else 0.0
+        lines.append(f"| {col} | {counted} | {c['pass']} | {c['mismatch']} | {c['unsupported']} | "
+                     f"{c['error']} | {rate:.1f}% |")
+    return "\n".join(lines)
+
+
+def details(results, columns):
+    rows = ["| op | " + " | ".join(columns) + " | first problem |",
+            "|---|" + "---|" * len(columns) + "---|"]
+    for name in sorted(results):
+        r = results[name]
+        cells = [r.get(c, {}).get("status", "-") for c in columns]
+        reason = next((r[c].get("reason", "") for c in columns
+                       if c in r and r[c]["status"] not in ("pass", "skip")), "")
+        rows.append(f"| {name} | " + " | ".join(cells) + " | " + reason.replace("|", "/")[:160] + " |")
+    return "\n".join(rows)
+
+
+def core_report():
+    import torch
+
+    import torch_tpu  # noqa: F401
+    from torch_tpu import _C
+    lowered = set(_C._lowered_ops())
+    native_kernels = {"aten::empty.memory_format", "aten::empty_strided", "aten::as_strided",
+                      "aten::view", "aten::_reshape_alias", "aten::unfold", "aten::resize_",
+                      "aten::_local_scalar_dense", "aten::copy_", "aten::_copy_from",
+                      "aten::_copy_from_and_resize", "aten::set_.source_Storage",
+                      "aten::set_.source_Storage_storage_offset", "aten::set_.source_Tensor"}
+    core, missing, views = [], [], []
+    for name in dir(torch.ops.aten):
+        packet = getattr(torch.ops.aten, name, None)
+        if not hasattr(packet, "overloads"):
+            continue
+        for ov in packet.overloads():
+            op = getattr(packet, ov)
+            if torch.Tag.core not in op.tags:
+                continue
+            full = f"aten::{name}" + ("" if ov == "default" else f".{ov}")
+            core.append(full)
+            if full in lowered or full in native_kernels:
+                continue
+            schema = op._schema
+            if schema.returns and schema.returns[0].alias_info is not None and \
+                    not schema.returns[0].alias_info.is_write:
+                views.append(full)  # views alias: metadata kernels, never rules
+                continue
+            missing.append(full)
+    return core, sorted(missing), views
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--dtypes", default="float32,bfloat16")
+    ap.add_argument("--ops", default="", help="comma-separated OpInfo names")
+    ap.add_argument("--samples", type=int, default=8, help="max samples per op and dtype")
+    ap.add_argument("--no-backward", dest="backward", action="store_false")
+    ap.add_argument("--backward", action="store_true", default=True)
+    ap.add_argument("--fast", action="store_true", help="the CI slice")
+    ap.add_argument("--json", default="coverage.json")
+    ap.add_argument("--markdown", default="", help="write the report here")
+    ap.add_argument("--timeout", type=int, default=180, help="seconds without progress = hung")
+    ap.add_argument("--core", action="store_true", help="list torch.Tag.core ops without a rule")
+    ap.add_argument("--min-pass", type=float, default=0.0,
+                    help="exit 1 if a column's pass rate (%%) is below this")
+    ap.add_argument("-v", "--verbose", action="store_true")
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--start", type=int, default=0, help=argparse.SUPPRESS)
+    ap.add_argument("--end", type=int, default=0, help=argparse.SUPPRESS)
+    ap.add_argument("--result", default="", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    args.dtypes = [d for d in args.dtypes.split(",") if d]
+    args.ops = set(o for o in args.ops.split(",") if o)
+    if args.fast:
+        args.ops = set(FAST_OPS)
+        args.samples = min(args.samples, 4)
+    if args.worker:
+        return _worker(args)
+    if args.core:
+        core, missing, views = core_report()
+        print(f"torch.Tag.core overloads: {len(core)}; views (metadata kernels): {len(views)}; "
+              f"without a native rule: {len(missing)}")
+        for m in missing:
+            print("  " + m)
+        return 0 if not missing else 1
+    t0 = time.time()
+    results = _drive(args)
+    columns = args.dtypes + (["backward"] if args.backward else [])
+    summary = report(results, args.dtypes, args.backward)
+    print(summary)
+    print(f"({len(results)} OpInfo entries, {time.time() - t0:.0f} s)")
+    if args.markdown:
+        with open(args.markdown, "w") as f:
+            f.write("# Op coverage: PyTorch OpInfo samples on tpu vs CPU\n\n")
+            f.write(f"Command: `python -m torch_tpu.coverage {' '.join(sys.argv[1:])}`\n\n")
+            f.write(summary + "\n\n" + details(results, columns) + "\n")
+    worst = 100.0
+    for col in columns:
+        c, counted = _totals(results, col)
+        if counted:
+            worst = min(worst, 100.0 * c["pass"] / counted)
+    return 1 if worst < args.min_pass else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
