@@ -13,6 +13,14 @@
 // arguments and writes the results back itself, so a table entry such as
 // {"aten::add_.Tensor", lower_add} sees the same arguments as add.Tensor.
 //
+// Results, in order: the op's fresh (non-aliasing) returns, then one value
+// per argument the schema marks as written that is not an `out` argument
+// (self of x_(), each element of a written Tensor[] list, running_mean and
+// running_var of native_batch_norm), in argument order. The caller writes
+// those back. `out=` overloads: one result per out argument, in order.
+// Random ops get a GENERATOR argument where the schema has one; ops that draw
+// random numbers without one (native_dropout) get one appended last.
+//
 // Scalar arguments of schema type `Scalar` arrive as rank-0 TENSOR values
 // with is_scalar set (runtime parameters, so a new learning rate does not
 // recompile); `int`/`float`/`bool` schema arguments arrive as compile-time
