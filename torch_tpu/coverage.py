@@ -92,11 +92,50 @@ def _to_tpu(sample, requires_grad=False):
     import torch
 
     def move(t):
-        d = t.detach().to("tpu")
-        if requires_grad and t.requires_grad:
+        # Same storage layout as on the CPU (offset, strides, the rest of the
+        # storage), so samples that look through views mean the same thing.
+        wants_grad = t.requires_grad
+        t = t.detach()
+        n = t.untyped_storage().nbytes() // max(t.element_size(), 1)
+        whole = torch.empty(0, dtype=t.dtype).set_(t.untyped_storage(), 0, (n,), (1,))
+        d = whole.to("tpu").as_strided(t.shape, t.stride(), t.storage_offset()).detach()
+        if requires_grad and wants_grad:
             d.requires_grad_()
         return d
-    return sample.transform(lambda t: move(t) if isinstance(t, torch.Tensor) else t)
+    moved = sample.transform(lambda t: move(t) if isinstance(t, torch.Tensor) else t)
+    if "device" in moved.kwargs:  # factories: build on tpu
+        moved.kwargs["device"] = "tpu"
+    return moved
+
+
+def _upcast(sample):
+    """The sample with floating tensors in float64, for a reference result."""
+    import torch
+    return sample.transform(lambda t: t.detach().double()
+                            if isinstance(t, torch.Tensor) and t.is_floating_point() else t)
+
+
+def _as_accurate_as_cpu(got, want, ref, dtype_name):
+    """Low-precision results may round differently from the CPU's (both are
+    within an ulp or two of the exact value, but not of each other): accept
+    the tpu result when it is, elementwise, no farther from a float64
+    reference than the CPU's own result is, plus the dtype's tolerance."""
+    import torch
+    g, w, r = _flatten(got, []), _flatten(want, []), _flatten(ref, [])
+    if not (len(g) == len(w) == len(r)):
+        return False
+    tol = TOLERANCES[dtype_name]
+    for a, b, c in zip(g, w, r):
+        if not isinstance(b, torch.Tensor) or not b.is_floating_point():
+            continue
+        a, b, c = a.detach().cpu().double(), b.double(), c.double()
+        err_tpu = (a - c).abs()
+        err_cpu = (b - c).abs()
+        bound = err_cpu + tol["atol"] + tol["rtol"] * c.abs()
+        ok = (err_tpu <= bound) | (a.isnan() & b.isnan())
+        if not bool(ok.all()):
+            return False
+    return True
 
 
 def _compare(got, want, dtype_name, values=True):
@@ -204,6 +243,15 @@ def _run_samples(op, dtype, dtype_name, max_samples, backward, verbose):
             if verbose:
                 print(f"  {_key(op)} {dtype_name}{' bwd' if backward else ''} sample {i}: {why}")
             continue
+        if why and not backward and dtype_name in ("bfloat16", "float16") \
+                and why.startswith("Mismatched"):
+            try:
+                up = _upcast(sample)
+                ref = op(up.input, *up.args, **up.kwargs)
+                if _as_accurate_as_cpu(got, want, ref, dtype_name):
+                    why = None
+            except Exception:
+                pass  # no float64 reference: the mismatch stands
         if why:
             counts["mismatch"] += 1
             reason = reason or f"sample {i}: {why}"
@@ -253,8 +301,8 @@ def _drive(args):
         cmd = [sys.executable, "-m", "torch_tpu.coverage", "--worker", "--start", str(start),
                "--end", str(n), "--result", result_path, "--dtypes", ",".join(args.dtypes),
                "--samples", str(args.samples)]
-        if args.backward:
-            cmd.append("--backward")
+        if not args.backward:
+            cmd.append("--no-backward")
         if args.ops:
             cmd += ["--ops", ",".join(args.ops)]
         if args.verbose:
@@ -363,8 +411,8 @@ def main(argv=None):
     ap.add_argument("--dtypes", default="float32,bfloat16")
     ap.add_argument("--ops", default="", help="comma-separated OpInfo names")
     ap.add_argument("--samples", type=int, default=8, help="max samples per op and dtype")
-    ap.add_argument("--no-backward", dest="backward", action="store_false")
-    ap.add_argument("--backward", action="store_true", default=True)
+    ap.add_argument("--no-backward", dest="backward", action="store_false",
+                    help="skip the float32 gradient comparison")
     ap.add_argument("--fast", action="store_true", help="the CI slice")
     ap.add_argument("--json", default="coverage.json")
     ap.add_argument("--markdown", default="", help="write the report here")
