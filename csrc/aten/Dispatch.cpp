@@ -415,6 +415,73 @@ void add_out(CallState& st, const at::Tensor& real, const char* op) {
   st.out_types.push_back(tensor_type(real, op));
 }
 
+// -- debug-mode bounds checks ---------------------------------------------
+//
+// XLA clamps out-of-range gather indices and drops out-of-range scatter
+// updates; PyTorch raises. Checking costs a device round trip, so strict
+// eager documents the XLA behaviour and debug eager
+// (TORCH_TPU_LAUNCH_BLOCKING=1) checks every index argument here.
+
+struct IndexedOp {
+  const char* base;  // overload name up to the '.'
+  int data;          // argument holding the indexed tensor
+  int dim;           // argument holding the dim; -1: dim 0; -2: one index per dim
+  int index;         // argument holding the index tensor (or list)
+  bool negative_ok;  // Python-style negative indices allowed
+};
+
+const IndexedOp kIndexedOps[] = {
+    {"aten::index_select", 0, 1, 2, false}, {"aten::gather", 0, 1, 2, false},
+    {"aten::scatter", 0, 1, 2, false},      {"aten::scatter_", 0, 1, 2, false},
+    {"aten::scatter_add", 0, 1, 2, false},  {"aten::scatter_add_", 0, 1, 2, false},
+    {"aten::scatter_reduce", 0, 1, 2, false}, {"aten::scatter_reduce_", 0, 1, 2, false},
+    {"aten::index_add", 0, 1, 2, false},    {"aten::index_add_", 0, 1, 2, false},
+    {"aten::index_copy", 0, 1, 2, false},   {"aten::index_copy_", 0, 1, 2, false},
+    {"aten::index_fill", 0, 1, 2, false},   {"aten::index_fill_", 0, 1, 2, false},
+    {"aten::embedding", 0, -1, 1, false},   {"aten::index", 0, -2, 1, true},
+    {"aten::index_put", 0, -2, 1, true},    {"aten::index_put_", 0, -2, 1, true},
+    {"aten::_index_put_impl_", 0, -2, 1, true}, {"aten::_unsafe_index", 0, -2, 1, true},
+};
+
+void check_index(const std::string& name, const at::Tensor& index,
+                 int64_t size, int64_t dim, bool negative_ok) {
+  if (!index.defined() || index.numel() == 0 || index.scalar_type() == at::kBool ||
+      index.scalar_type() == at::kByte)
+    return;
+  int64_t lo = index.min().item<int64_t>();
+  int64_t hi = index.max().item<int64_t>();
+  int64_t bad = hi >= size ? hi : (lo < (negative_ok ? -size : 0) ? lo : 0);
+  TORCH_CHECK_INDEX(hi < size && lo >= (negative_ok ? -size : 0), name, ": index ",
+                    bad, " is out of bounds for dimension ", dim, " with size ", size);
+}
+
+void check_index_bounds(const std::string& name, const torch::jit::Stack& args) {
+  std::string base = name.substr(0, name.find('.'));
+  for (const auto& e : kIndexedOps) {
+    if (base != e.base) continue;
+    if (static_cast<size_t>(std::max(e.data, e.index)) >= args.size() ||
+        !args[e.data].isTensor())
+      return;
+    const at::Tensor& data = args[e.data].toTensor();
+    if (e.dim == -2) {  // one index tensor per leading dim
+      if (!args[e.index].isList()) return;
+      int64_t d = 0;
+      for (const auto& v : args[e.index].toListRef()) {
+        if (v.isTensor() && d < data.dim())
+          check_index(name, v.toTensor(), data.size(d), d, e.negative_ok);
+        d++;
+      }
+      return;
+    }
+    int64_t dim = e.dim == -1 ? 0 : args[e.dim].toInt();
+    if (dim < 0) dim += std::max<int64_t>(data.dim(), 1);
+    int64_t size = data.dim() == 0 ? 1 : data.size(dim);
+    if (args[e.index].isTensor())
+      check_index(name, args[e.index].toTensor(), size, dim, e.negative_ok);
+    return;
+  }
+}
+
 // Runs an op that has a lowering rule. Returns false when it cannot
 // (no meta kernel), so the caller may fall back.
 bool run_native(const c10::OperatorHandle& op, torch::jit::Stack* stack,
@@ -423,6 +490,7 @@ bool run_native(const c10::OperatorHandle& op, torch::jit::Stack* stack,
   const size_t nargs = schema.arguments().size();
   torch::jit::Stack args(stack->end() - nargs, stack->end());
   c10::Device device = find_device(args);
+  if (tpr_eager_launch_blocking()) check_index_bounds(name, args);
 
   // 1. Result metadata from PyTorch's meta kernel.
   if (!op.hasKernelForDispatchKey(c10::DispatchKey::Meta) &&
