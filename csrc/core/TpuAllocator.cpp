@@ -8,6 +8,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <mutex>
+#include <vector>
+
 #include "core/TpuContext.h"
 #include "core/TpuStatus.h"
 
@@ -19,10 +22,67 @@ size_t page_size() {
   return p;
 }
 
+// Address space for tokens. A token's span is its byte size rounded up to a
+// power-of-two number of pages; spans come from large PROT_NONE reservations
+// and return to a per-size free list when their storage dies, so the hot
+// path makes no system call. Spans above kMaxPooled are mapped one by one.
+class TokenSpace {
+ public:
+  std::pair<void*, size_t> acquire(size_t nbytes) {
+    size_t span = page_size();
+    while (span < nbytes) span <<= 1;
+    if (span > kMaxPooled) return {map(span), span};
+    std::lock_guard<std::mutex> lock(mu_);
+    auto& fl = free_[class_of(span)];
+    if (!fl.empty()) {
+      void* t = fl.back();
+      fl.pop_back();
+      return {t, span};
+    }
+    if (next_ + span > end_) {  // a new reservation; the old tail is dropped
+      next_ = static_cast<char*>(map(kRegion));
+      end_ = next_ + kRegion;
+    }
+    void* t = next_;
+    next_ += span;
+    return {t, span};
+  }
+
+  void release(void* token, size_t span) {
+    if (span > kMaxPooled) {
+      munmap(token, span);
+      return;
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    free_[class_of(span)].push_back(token);
+  }
+
+ private:
+  static constexpr size_t kRegion = size_t{1} << 40;     // 1 TiB of addresses
+  static constexpr size_t kMaxPooled = size_t{1} << 32;  // 4 GiB
+  static void* map(size_t n) {
+    void* p = mmap(nullptr, n, PROT_NONE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    TORCH_CHECK(p != MAP_FAILED, "tpu: could not reserve ", n,
+                " bytes of address space for storage tokens");
+    return p;
+  }
+  static int class_of(size_t span) { return __builtin_ctzll(span); }
+  std::mutex mu_;
+  std::vector<void*> free_[64];
+  char* next_ = nullptr;
+  char* end_ = nullptr;
+};
+
+TokenSpace& tokens() {
+  static TokenSpace* t = new TokenSpace();  // outlives every storage
+  return *t;
+}
+
 void delete_handle(void* ctx) {
   auto* h = static_cast<StorageHandle*>(ctx);
   if (!h) return;
-  munmap(h->token, h->span);
+  tokens().release(h->token, h->span);
   tpr_storage_release(h->storage);
   delete h;
 }
@@ -31,17 +91,15 @@ void delete_handle(void* ctx) {
 
 c10::DataPtr wrap_storage(tpr_storage_t* storage, size_t nbytes,
                           c10::DeviceIndex device) {
-  size_t span = ((nbytes + page_size() - 1) / page_size()) * page_size();
-  if (span == 0) span = page_size();
-  void* token = mmap(nullptr, span, PROT_NONE,
-                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (token == MAP_FAILED) {
+  std::pair<void*, size_t> t;
+  try {
+    t = tokens().acquire(nbytes);
+  } catch (...) {
     tpr_storage_release(storage);
-    TORCH_CHECK(false, "tpu: could not reserve ", span,
-                " bytes of address space for a storage token");
+    throw;
   }
-  auto* h = new StorageHandle{storage, token, span};
-  return {token, h, &delete_handle,
+  auto* h = new StorageHandle{storage, t.first, t.second};
+  return {t.first, h, &delete_handle,
           c10::Device(c10::DeviceType::PrivateUse1, device)};
 }
 
