@@ -30,6 +30,19 @@ def _search_dirs():
     return dirs
 
 
+def _let_autograd_threads_settle():
+    """At exit, give autograd's device threads a moment to drop their last
+    GraphTask. Each backward stashes a Python context in the task; a device
+    thread releasing it needs the GIL, and one that asks for the GIL while
+    the interpreter finalizes is unwound by pthread_exit through a noexcept
+    destructor, which aborts the process ("terminate called without an
+    active exception")."""
+    from . import _C
+    if _C._is_initialized():
+        import time
+        time.sleep(0.02)  # releases the GIL; the threads need microseconds
+
+
 def register():
     global _done
     if _done:
@@ -51,4 +64,7 @@ def register():
 
     _tied_params.install()
     _printing.install()
+    import atexit
+
+    atexit.register(_let_autograd_threads_settle)
     _done = True

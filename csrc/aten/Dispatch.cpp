@@ -410,9 +410,18 @@ std::shared_ptr<const MetaResult> meta_result(const c10::OperatorHandle& op,
   return r;
 }
 
+// An undefined |real| is a result the op does not produce (a false entry in
+// a backward's output_mask): the rule gets a placeholder f32[] type for it
+// and nothing is written.
 void add_out(CallState& st, const at::Tensor& real, const char* op) {
   st.outs.push_back(real);
-  st.out_types.push_back(tensor_type(real, op));
+  st.out_types.push_back(real.defined() ? tensor_type(real, op)
+                                        : tpr_type_scalar(TPR_DTYPE_F32));
+}
+
+at::Tensor fresh_like_meta(const at::Tensor& m, c10::Device device) {
+  if (!m.defined()) return at::Tensor();
+  return at::empty_strided(m.sizes(), m.strides(), m.options().device(device));
 }
 
 // -- debug-mode bounds checks ---------------------------------------------
@@ -511,16 +520,13 @@ bool run_native(const c10::OperatorHandle& op, torch::jit::Stack* stack,
       if (ret.alias_info()) continue;  // returns an argument (in-place)
       const auto& mv = meta[r];
       if (mv.isTensor()) {
-        const auto& m = mv.toTensor();
-        auto real = at::empty_strided(m.sizes(), m.strides(),
-                                      m.options().device(device));
+        auto real = fresh_like_meta(mv.toTensor(), device);
         add_out(st, real, name.c_str());
         returns.emplace_back(real);
       } else if (mv.isTensorList()) {
         std::vector<at::Tensor> list;
         for (const auto& m : mv.toTensorVector()) {
-          auto real = at::empty_strided(m.sizes(), m.strides(),
-                                        m.options().device(device));
+          auto real = fresh_like_meta(m, device);
           add_out(st, real, name.c_str());
           list.push_back(real);
         }
@@ -588,6 +594,10 @@ bool run_native(const c10::OperatorHandle& op, torch::jit::Stack* stack,
   }
 
   for (auto& t : st.outs) {
+    if (!t.defined()) {
+      st.targets.push_back(nullptr);
+      continue;
+    }
     st.refs.push_back(tensor_ref(t, name.c_str()));
     st.targets.push_back(&st.refs.back());
   }
@@ -653,9 +663,12 @@ TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
   m.fallback(torch::CppFunction::makeFromBoxedFunction<&tpu_fallback>());
 }
 
-// Foreach ops are CompositeExplicitAutograd, which would split them into one
-// op (and one executable run) per tensor before the fallback sees them.
-// Claiming them for tpu runs each as one graph over the whole list.
+// Some ops have CompositeExplicitAutograd kernels, which a backend without
+// its own kernel inherits: foreach ops split into one op (and one executable
+// run) per tensor, native_layer_norm decomposes through batch_norm. Claiming
+// them for tpu runs each as one graph through its rule.
+const char* const kClaimedComposites[] = {"native_layer_norm"};
+
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   size_t n = 0;
   const tpr_rule_t* rules = tpr_rule_table(&n);
@@ -666,6 +679,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     m.impl(name.substr(6).c_str(),
            torch::CppFunction::makeFromBoxedFunction<&tpu_fallback>());
   }
+  for (const char* name : kClaimedComposites)
+    m.impl(name, torch::CppFunction::makeFromBoxedFunction<&tpu_fallback>());
 }
 
 }  // namespace

@@ -192,3 +192,14 @@ def test_refuses_to_load_beside_another_privateuse1_backend():
                    env={"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"})
     assert r.returncode != 0
     assert "another out-of-tree device backend" in r.stderr and "'foo'" in r.stderr
+
+
+def test_clean_exit_after_backward():
+    code = ("import torch\n"
+            "x = torch.randn(4, 4, device='tpu', requires_grad=True)\n"
+            "torch.nn.functional.layer_norm(x, (4,)).sum().backward()\n"
+            "print('done')\n")
+    for _ in range(3):
+        r = run_python(code)
+        assert r.returncode == 0, r.stderr
+        assert "done" in r.stdout
