@@ -637,9 +637,38 @@ bool run_native(const c10::OperatorHandle& op, torch::jit::Stack* stack,
   return true;
 }
 
+// Boolean-mask indices (x[mask], x[mask] = v) have data-dependent shapes:
+// replace each mask by the long indices of its true elements (one sync), as
+// PyTorch's own kernels do, so the op runs natively with fixed shapes.
+void expand_bool_indices(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  const auto& schema = op.schema();
+  auto pos = schema.argumentIndexWithName("indices");
+  if (!pos) return;
+  c10::IValue& v = (*stack)[stack->size() - schema.arguments().size() + *pos];
+  if (!v.isList()) return;
+  bool any = false;
+  for (const auto& e : v.toListRef())
+    any |= e.isTensor() && (e.toTensor().scalar_type() == at::kBool ||
+                            e.toTensor().scalar_type() == at::kByte);
+  if (!any) return;
+  c10::List<std::optional<at::Tensor>> out;
+  for (const auto& e : v.toListRef()) {
+    if (e.isTensor() && (e.toTensor().scalar_type() == at::kBool ||
+                         e.toTensor().scalar_type() == at::kByte)) {
+      const at::Tensor& mask = e.toTensor();
+      at::Tensor nz = nonzero_sync(mask);
+      for (int64_t k = 0; k < mask.dim(); k++) out.push_back(nz.select(1, k));
+    } else {
+      out.push_back(e.isTensor() ? std::optional<at::Tensor>(e.toTensor()) : std::nullopt);
+    }
+  }
+  v = out;
+}
+
 void tpu_fallback(const c10::OperatorHandle& op, c10::DispatchKeySet,
                   torch::jit::Stack* stack) {
   std::string name = op_name(op);
+  expand_bool_indices(op, stack);
   if (tpr_rule_find(name.c_str())) {
     try {
       if (run_native(op, stack, name)) return;

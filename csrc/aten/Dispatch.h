@@ -1,6 +1,8 @@
 // Counters of the CPU fallback, per ATen op.
 #pragma once
 
+#include <ATen/Tensor.h>
+
 #include <cstdint>
 #include <map>
 #include <string>
@@ -9,5 +11,8 @@ namespace torch_tpu {
 
 std::map<std::string, int64_t> fallback_counts_snapshot();
 void reset_fallback_counts();
+
+// torch.nonzero on tpu: reads the count back (a sync), then runs natively.
+at::Tensor nonzero_sync(const at::Tensor& self);
 
 }  // namespace torch_tpu

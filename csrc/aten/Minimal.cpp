@@ -7,16 +7,28 @@
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/as_strided_native.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ExpandUtils.h>
 #include <ATen/ops/eq.h>
+#include <ATen/ops/ne.h>
+#include <ATen/ops/nonzero_static.h>
+#include <ATen/ops/ones.h>
+#include <ATen/ops/zeros.h>
 #include <ATen/ops/unfold_native.h>
 #include <ATen/ops/view_native.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
+#include "aten/Dispatch.h"
 #include "aten/TensorRef.h"
 #include "core/TpuStatus.h"
 
 namespace torch_tpu {
+
+at::Tensor nonzero_sync(const at::Tensor& self) {
+  int64_t n = at::ne(self, 0).sum().item<int64_t>();
+  return at::nonzero_static(self, n, -1);
+}
+
 namespace {
 
 constexpr c10::DispatchKeySet kTpuKeys(c10::DispatchKey::PrivateUse1);
@@ -177,7 +189,63 @@ bool equal(const at::Tensor& self, const at::Tensor& other) {
   return at::eq(self, other).all().item<bool>();
 }
 
+// -- data-dependent shapes: sync, then run ------------------------------------
+// The result's size depends on the values, so read one count back (a sync
+// point, like .item()), then run a fixed-shape native op with that size.
+
+
+at::Tensor& nonzero_out(const at::Tensor& self, at::Tensor& out) {
+  at::Tensor r = nonzero_sync(self);
+  at::native::resize_output(out, r.sizes());
+  return out.copy_(r);
+}
+
+at::Tensor masked_select_sync(const at::Tensor& self, const at::Tensor& mask) {
+  auto shape = at::infer_size(self.sizes(), mask.sizes());
+  at::Tensor flat_mask = mask.expand(shape).reshape(-1);
+  at::Tensor where = nonzero_sync(flat_mask).squeeze(1);
+  return self.expand(shape).reshape(-1).index_select(0, where);
+}
+
+at::Tensor& masked_select_out(const at::Tensor& self, const at::Tensor& mask,
+                              at::Tensor& out) {
+  at::Tensor r = masked_select_sync(self, mask);
+  at::native::resize_output(out, r.sizes());
+  return out.copy_(r);
+}
+
+// torch.unique (sorted): sort, mark where values change, compact.
+std::tuple<at::Tensor, at::Tensor, at::Tensor> unique2(
+    const at::Tensor& self, bool sorted, bool return_inverse, bool return_counts) {
+  at::Tensor flat = self.reshape(-1);
+  if (flat.numel() == 0) {
+    return {at::empty({0}, self.options()),
+            at::empty(return_inverse ? self.sizes() : c10::IntArrayRef{0},
+                      self.options().dtype(at::kLong)),
+            at::empty({0}, self.options().dtype(at::kLong))};
+  }
+  auto [values, perm] = flat.sort(/*stable=*/true, 0, false);
+  at::Tensor starts = at::ones({flat.numel()}, self.options().dtype(at::kBool));
+  if (flat.numel() > 1)
+    starts.slice(0, 1).copy_(at::ne(values.slice(0, 1), values.slice(0, 0, -1)));
+  at::Tensor uniq = masked_select_sync(values, starts);
+  at::Tensor group = starts.to(at::kLong).cumsum(0).sub_(1);
+  at::Tensor inverse = at::empty({0}, self.options().dtype(at::kLong));
+  if (return_inverse)
+    inverse = at::empty_like(group).scatter_(0, perm, group).view(self.sizes());
+  at::Tensor counts = at::empty({0}, self.options().dtype(at::kLong));
+  if (return_counts)
+    counts = at::zeros({uniq.numel()}, self.options().dtype(at::kLong))
+                 .scatter_add_(0, group, at::ones_like(group));
+  return {uniq, inverse, counts};
+}
+
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("nonzero", nonzero_sync);
+  m.impl("nonzero.out", nonzero_out);
+  m.impl("masked_select", masked_select_sync);
+  m.impl("masked_select.out", masked_select_out);
+  m.impl("_unique2", unique2);
   m.impl("equal", equal);
   m.impl("empty.memory_format", empty_memory_format);
   m.impl("empty_strided", empty_strided);
