@@ -246,3 +246,63 @@ tpr_value_t tpr_fft(tpr_graph_t* g, tpr_value_t v, tpr_fft_type_t type,
   return tpr_graph_add_node(g, TPR_OP_FFT, (int32_t)type, &v, 1, lengths,
                             num_dims, NULL, 0, &r, 1);
 }
+
+//===--- scatter with a combiner -------------------------------------------===//
+
+tpr_value_t tpr_scatter_reduce_along(tpr_graph_t* g, tpr_value_t v,
+                                     int64_t dim, tpr_value_t index,
+                                     tpr_value_t src, tpr_reduce_op_t op) {
+  if (!tpr_graph_ok(g)) return TPR_VALUE_NONE;
+  const tpr_type_t* t = tpr_graph_operand(g, v, "tpr_scatter_reduce_along", 0);
+  const tpr_type_t* ti =
+      t ? tpr_graph_operand(g, index, "tpr_scatter_reduce_along", 1) : NULL;
+  const tpr_type_t* ts =
+      ti ? tpr_graph_operand(g, src, "tpr_scatter_reduce_along", 2) : NULL;
+  if (!ts) return TPR_VALUE_NONE;
+  char b[TB], c[TB], d[TB];
+  int r = t->rank;
+  bool ok = is_int(ti->dtype) && ti->rank == r && ts->rank == r &&
+            ts->dtype == t->dtype && r >= 1 && r < TPR_MAX_RANK && dim >= 0 &&
+            dim < r && op >= TPR_REDUCE_SUM && op <= TPR_REDUCE_MIN &&
+            (tpr_dtype_is_float(t->dtype) || is_int(t->dtype) ||
+             t->dtype == TPR_DTYPE_BOOL);
+  for (int k = 0; ok && k < r; k++)
+    if ((k != dim && ti->dims[k] > t->dims[k]) || ti->dims[k] > ts->dims[k])
+      ok = false;
+  if (!ok)
+    return tpr_graph_fail(
+        g, TPR_INVALID_ARGUMENT,
+        "tpr_scatter_reduce_along: op %d, dim %lld, index %s, src %s do not "
+        "fit %s",
+        (int)op, (long long)dim, tpr_type_format(ti, c, TB),
+        tpr_type_format(ts, d, TB), tpr_type_format(t, b, TB));
+  if (tpr_type_numel(ti) == 0) return v;
+  int64_t zeros[TPR_MAX_RANK] = {0};
+  src = tpr_slice(g, src, zeros, ti->dims, NULL);
+  // Full coordinates s64[I..., r]: |index| in column |dim|, iotas elsewhere.
+  int64_t cd[TPR_MAX_RANK + 1];
+  memcpy(cd, ti->dims, (size_t)r * sizeof(int64_t));
+  cd[r] = 1;
+  tpr_type_t ct = tpr_type_make(TPR_DTYPE_S64, r + 1, cd);
+  tpr_value_t cols[TPR_MAX_RANK];
+  for (int k = 0; k < r; k++)
+    cols[k] = k == dim ? tpr_reshape(g, tpr_convert(g, index, TPR_DTYPE_S64),
+                                     r + 1, cd)
+                       : tpr_iota(g, ct, k);
+  tpr_value_t coords = tpr_concatenate(g, cols, r, r);
+  if (!tpr_graph_ok(g)) return TPR_VALUE_NONE;
+  // Dimension numbers as graph_internal.h packs them: no window dims, all
+  // dims inserted, coordinates map to every operand dim.
+  int64_t ints[5 + 2 * TPR_MAX_RANK];
+  int n = 0;
+  ints[n++] = 0;
+  ints[n++] = r;
+  ints[n++] = r;
+  ints[n++] = r;
+  ints[n++] = 0;
+  for (int k = 0; k < r; k++) ints[n++] = k;
+  for (int k = 0; k < r; k++) ints[n++] = k;
+  tpr_value_t ops[3] = {v, coords, src};
+  return tpr_graph_add_node(g, TPR_OP_SCATTER_REDUCE, (int32_t)op, ops, 3, ints,
+                            n, NULL, 0, t, 1);
+}

@@ -49,6 +49,8 @@ LW_DECLARE_TABLE(foreach);
 // rules_scatter.c, rules_sample.c)
 LW_DECLARE_TABLE(sort);
 LW_DECLARE_TABLE(scan);
+LW_DECLARE_TABLE(scatter);
+LW_DECLARE_TABLE(sample);
 
 #define LW_DEFINE_TABLE(group, ...)                                  \
   const tpr_rule_t lw_rules_##group[] = {__VA_ARGS__};               \

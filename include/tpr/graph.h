@@ -308,6 +308,15 @@ typedef enum tpr_fft_type_e {
 tpr_value_t tpr_fft(tpr_graph_t* graph, tpr_value_t v, tpr_fft_type_t type,
                     const int64_t* lengths, int num_dims);
 
+// torch.scatter_reduce along |dim| (rank >= 1) with |op| one of SUM, PROD,
+// MAX, MIN: v[..., index[i...], ...] = op(v[...], src[i...]) for every
+// element of the index-shaped block of src, duplicates combined in an
+// unspecified order. MAX/MIN propagate NaN. Indices out of range are
+// dropped (XLA semantics); callers check bounds where PyTorch requires it.
+tpr_value_t tpr_scatter_reduce_along(tpr_graph_t* graph, tpr_value_t v,
+                                     int64_t dim, tpr_value_t index,
+                                     tpr_value_t src, tpr_reduce_op_t op);
+
 //===--- views over flat storage ------------------------------------------===//
 //
 // A PyTorch storage lives on the device as one rank-1 buffer of its element
