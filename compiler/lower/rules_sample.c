@@ -104,7 +104,8 @@ static tpr_status_t lower_multinomial(lw_ctx_t* ctx) {
 
 // out[i] = start + i*step for the first half, end - (steps-1-i)*step for the
 // second (PyTorch's symmetric formula), step = (end - start)/(steps - 1).
-// Computed in double for integer outs (as PyTorch), else in opmath.
+// Computed in double for integer outs, else in the out dtype itself (the CPU
+// kernel rounds every bf16/f16 operation).
 static tpr_value_t lin(lw_ctx_t* ctx, tpr_dtype_t acc) {
   tpr_graph_t* g = G;
   int64_t steps = OUT->dims[0];
@@ -113,14 +114,17 @@ static tpr_value_t lin(lw_ctx_t* ctx, tpr_dtype_t acc) {
   tpr_value_t i = tpr_iota(g, shape, 0);
   tpr_value_t a = lw_in(ctx, 0, acc, &shape), b = lw_in(ctx, 1, acc, &shape);
   if (steps == 1) return a;
-  tpr_value_t step = lw_div(g, lw_sub(g, b, a), lw_k(g, a, (double)(steps - 1)));
+  // steps - 1 + 0*a: a divisor XLA cannot see as constant, so it divides
+  // instead of multiplying by a rounded reciprocal (PyTorch divides).
+  tpr_value_t d = lw_add(g, lw_k(g, a, (double)(steps - 1)), lw_mul(g, a, lw_k(g, a, 0)));
+  tpr_value_t step = lw_div(g, lw_sub(g, b, a), d);
   tpr_value_t lo = lw_add(g, a, lw_mul(g, i, step));
   tpr_value_t hi = lw_sub(g, b, lw_mul(g, lw_sub(g, lw_k(g, i, (double)(steps - 1)), i), step));
   return lw_sel(g, lw_cmpk(g, TPR_CMP_LT, i, (double)(steps / 2)), lo, hi);
 }
 
 static tpr_dtype_t seq_acc(tpr_dtype_t od) {
-  return tpr_dtype_is_float(od) ? lw_opmath(od) : TPR_DTYPE_F64;
+  return tpr_dtype_is_float(od) ? od : TPR_DTYPE_F64;
 }
 
 // linspace(start, end, steps, ...)
@@ -203,8 +207,10 @@ static tpr_value_t insertion(lw_ctx_t* ctx, tpr_value_t seq, tpr_value_t v,
   if (st->rank == 1) {
     bd[0] = full.rank - 1;
     s = tpr_broadcast_in_dim(g, s, full.rank, full.dims, bd);
-  } else {
-    s = tpr_broadcast_to(g, s, full.rank, full.dims);
+  } else {  // leading dims match out's; the last is the boundaries'
+    for (int i = 0; i < st->rank - 1; i++) bd[i] = i;
+    bd[st->rank - 1] = full.rank - 1;
+    s = tpr_broadcast_in_dim(g, s, full.rank, full.dims, bd);
   }
   for (int i = 0; i < ot->rank; i++) bd[i] = i;
   tpr_type_t vt = *ot;
