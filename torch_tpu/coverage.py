@@ -96,7 +96,12 @@ def _to_tpu(sample, requires_grad=False):
         if requires_grad and t.requires_grad:
             d.requires_grad_()
         return d
-    return sample.transform(lambda t: move(t) if isinstance(t, torch.Tensor) else t)
+    moved = sample.transform(lambda t: move(t) if isinstance(t, torch.Tensor) else t)
+    # Factory samples name their device: make it ours.
+    dev = moved.kwargs.get("device")
+    if dev is not None and torch.device(dev).type == "cpu":
+        moved.kwargs["device"] = "tpu"
+    return moved
 
 
 def _compare(got, want, dtype_name, values=True):

@@ -166,6 +166,10 @@ static tpr_status_t lower_index_add(lw_ctx_t* ctx) {
   const tpr_type_t* s2 = lw_type(ctx, src);
   tpr_value_t index = tpr_broadcast_in_dim(g, idx, s2->rank, s2->dims, &dim);
   tpr_value_t x = lw_cast(g, lw_value(ctx, 0), OUT->dtype);
+  if (t->rank == 0) {  // a 0-d self is indexed as a 1-element vector
+    int64_t one = 1;
+    x = tpr_reshape(g, x, 1, &one);
+  }
   return lw_ret(ctx, tpr_scatter_along(g, x, dim, index, src, true));
 }
 

@@ -1,6 +1,7 @@
 // Scatters that combine: scatter_reduce.two (sum, prod, mean, amax, amin;
 // include_self), the legacy scatter(reduce="add"|"multiply"), index_reduce,
-// and masked_scatter (a prefix sum of the mask numbers the places).
+// masked_scatter (a prefix sum of the mask numbers the places), and
+// index_fill.
 #include "compiler/lower/lower_internal.h"
 
 #define G (ctx->graph)
@@ -151,6 +152,29 @@ static tpr_status_t lower_masked_scatter(lw_ctx_t* ctx) {
   return lw_ret(ctx, lw_sel(g, m, taken, x));
 }
 
+// index_fill.int_Scalar / .int_Tensor(self, dim, index, value): the
+// slices at index (negative ones wrap) along dim take the value.
+static tpr_status_t lower_index_fill(lw_ctx_t* ctx) {
+  const tpr_type_t* t = lw_arg_type(ctx, 0);
+  if (!t || !lw_is_tensor(ctx, 2) || !lw_is_tensor(ctx, 3))
+    return lw_fail(ctx, TPR_INVALID_ARGUMENT, "needs self, index and value");
+  int64_t dim = lw_wrap_dim(lw_int(ctx, 1, 0), t->rank ? t->rank : 1);
+  if (dim < 0) return lw_fail(ctx, TPR_INVALID_ARGUMENT, "dim out of range");
+  tpr_graph_t* g = G;
+  tpr_value_t x = lw_in(ctx, 0, OUT->dtype, OUT);
+  int64_t size = t->rank ? t->dims[dim] : 1, k = tpr_type_numel(lw_arg_type(ctx, 2));
+  if (k == 0 || tpr_type_numel(OUT) == 0) return lw_ret(ctx, x);
+  tpr_value_t idx = tpr_reshape(g, lw_cast(g, lw_value(ctx, 2), TPR_DTYPE_S64), 1, &k);
+  idx = lw_sel(g, lw_cmpk(g, TPR_CMP_LT, idx, 0), lw_add(g, idx, lw_k(g, idx, (double)size)), idx);
+  tpr_type_t mt = tpr_type_make(TPR_DTYPE_BOOL, 1, &size);
+  tpr_value_t hit = tpr_put_1d(g, lw_full(g, 0, TPR_DTYPE_BOOL, &mt), idx,
+                               lw_full(g, 1, TPR_DTYPE_BOOL, &(tpr_type_t){TPR_DTYPE_BOOL, 1, {k}}), false);
+  tpr_value_t mask = OUT->rank ? tpr_broadcast_in_dim(g, hit, OUT->rank, OUT->dims, &dim)
+                               : tpr_reshape(g, hit, 0, NULL);
+  tpr_value_t v = lw_splat(g, lw_cast(g, lw_value(ctx, 3), OUT->dtype), x);
+  return lw_ret(ctx, lw_sel(g, mask, v, x));
+}
+
 #define FIO(n, fn) LW_RULE(n, fn), LW_RULE(n "_", fn), LW_RULE(n ".out", fn)
 
 LW_DEFINE_TABLE(scatter,
@@ -164,4 +188,10 @@ LW_DEFINE_TABLE(scatter,
     LW_RULE("scatter_.value_reduce", lower_scatter_legacy),
     LW_RULE("scatter.value_reduce_out", lower_scatter_legacy),
     FIO("index_reduce", lower_index_reduce),
-    FIO("masked_scatter", lower_masked_scatter));
+    FIO("masked_scatter", lower_masked_scatter),
+    LW_RULE("index_fill.int_Scalar", lower_index_fill),
+    LW_RULE("index_fill_.int_Scalar", lower_index_fill),
+    LW_RULE("index_fill.int_Scalar_out", lower_index_fill),
+    LW_RULE("index_fill.int_Tensor", lower_index_fill),
+    LW_RULE("index_fill_.int_Tensor", lower_index_fill),
+    LW_RULE("index_fill.int_Tensor_out", lower_index_fill));

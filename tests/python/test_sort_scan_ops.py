@@ -167,6 +167,13 @@ def test_scatter_legacy_reduce_and_index_reduce():
             compare(lambda a, i, s: a.index_reduce(0, i, s, r, include_self=inc), x, index, src)
 
 
+def test_index_fill():
+    x = rand(4, 5)
+    compare(lambda a, i: a.index_fill(1, i, -2.5), x, torch.tensor([0, -1, 2]))
+    compare(lambda a, i, v: a.index_fill(0, i, v), x, torch.tensor([3]), torch.tensor(7.0))
+    compare(lambda a, i: a.index_fill(0, i, 1), torch.tensor(2.0), torch.tensor([0]))
+
+
 def test_masked_scatter():
     x, src = rand(4, 5), rand(30, seed=4)
     mask = rand(4, 5, seed=5) > 0
