@@ -198,6 +198,11 @@ static tpr_value_t insertion(lw_ctx_t* ctx, tpr_value_t seq, tpr_value_t v,
   const tpr_type_t* ot = OUT;
   tpr_dtype_t cd = lw_promote(lw_type(ctx, seq)->dtype, lw_type(ctx, v)->dtype);
   const tpr_type_t* st = lw_type(ctx, seq);
+  if (!tpr_graph_ok(g)) return TPR_VALUE_NONE;
+  if (st->rank < 1 || ot->rank >= TPR_MAX_RANK || st->rank - 1 > ot->rank)
+    return tpr_graph_fail(g, TPR_INVALID_ARGUMENT,
+                          "%s: boundaries of rank %d do not fit values of rank %d",
+                          ctx->op_name, st->rank, ot->rank);
   int64_t m = st->dims[st->rank - 1];
   tpr_type_t full = *ot;
   full.dtype = cd;
