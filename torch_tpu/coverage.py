@@ -103,7 +103,9 @@ def _to_tpu(sample, requires_grad=False):
             d.requires_grad_()
         return d
     moved = sample.transform(lambda t: move(t) if isinstance(t, torch.Tensor) else t)
-    if "device" in moved.kwargs:  # factories: build on tpu
+    # Factory samples name their device: make it ours.
+    dev = moved.kwargs.get("device")
+    if dev is not None and torch.device(dev).type == "cpu":
         moved.kwargs["device"] = "tpu"
     return moved
 

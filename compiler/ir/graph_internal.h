@@ -52,6 +52,10 @@ typedef enum tpr_op_e {
   TPR_OP_GATHER,           // ints: see tpr_gather_dims_t
   TPR_OP_SCATTER,          // sub = accumulate; ints: see tpr_scatter_dims_t
   TPR_OP_RNG_BIT_GENERATOR,  // results: new state u64[2], bits
+  // sorting and FFT (builders_sort.c)
+  TPR_OP_SORT,             // sub = dimension; ints = {descending}; one result per operand
+  TPR_OP_FFT,              // sub = tpr_fft_type_t; ints = fft_length
+  TPR_OP_SCATTER_REDUCE,   // sub = tpr_reduce_op_t (SUM..MIN); ints as SCATTER
   TPR_OP_COUNT_
 } tpr_op_t;
 

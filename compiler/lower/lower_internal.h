@@ -45,6 +45,12 @@ LW_DECLARE_TABLE(random);
 LW_DECLARE_TABLE(nn);
 LW_DECLARE_TABLE(index);
 LW_DECLARE_TABLE(foreach);
+// sorting, scans, scatters, sampling (rules_sort.c, rules_scan.c,
+// rules_scatter.c, rules_sample.c)
+LW_DECLARE_TABLE(sort);
+LW_DECLARE_TABLE(scan);
+LW_DECLARE_TABLE(scatter);
+LW_DECLARE_TABLE(sample);
 
 #define LW_DEFINE_TABLE(group, ...)                                  \
   const tpr_rule_t lw_rules_##group[] = {__VA_ARGS__};               \

@@ -166,6 +166,10 @@ static tpr_status_t lower_index_add(lw_ctx_t* ctx) {
   const tpr_type_t* s2 = lw_type(ctx, src);
   tpr_value_t index = tpr_broadcast_in_dim(g, idx, s2->rank, s2->dims, &dim);
   tpr_value_t x = lw_cast(g, lw_value(ctx, 0), OUT->dtype);
+  if (t->rank == 0) {  // a 0-d self is indexed as a 1-element vector
+    int64_t one = 1;
+    x = tpr_reshape(g, x, 1, &one);
+  }
   return lw_ret(ctx, tpr_scatter_along(g, x, dim, index, src, true));
 }
 
@@ -413,11 +417,6 @@ LW_DEFINE_TABLE(index,
     LW_RULE("scatter.src_out", lower_scatter),
     LW_RULE("scatter.value", lower_scatter), LW_RULE("scatter_.value", lower_scatter),
     LW_RULE("scatter.value_out", lower_scatter),
-    LW_RULE("scatter.reduce", lower_scatter), LW_RULE("scatter_.reduce", lower_scatter),
-    LW_RULE("scatter.reduce_out", lower_scatter),
-    LW_RULE("scatter.value_reduce", lower_scatter),
-    LW_RULE("scatter_.value_reduce", lower_scatter),
-    LW_RULE("scatter.value_reduce_out", lower_scatter),
     LW_RULE("scatter_add", lower_scatter_add), LW_RULE("scatter_add_", lower_scatter_add),
     LW_RULE("scatter_add.out", lower_scatter_add),
     LW_RULE("index_add", lower_index_add), LW_RULE("index_add_", lower_index_add),

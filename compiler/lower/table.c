@@ -22,6 +22,10 @@ static const group_t kGroups[] = {
     {lw_rules_nn, &lw_rules_nn_count},
     {lw_rules_index, &lw_rules_index_count},
     {lw_rules_foreach, &lw_rules_foreach_count},
+    {lw_rules_sort, &lw_rules_sort_count},
+    {lw_rules_scan, &lw_rules_scan_count},
+    {lw_rules_scatter, &lw_rules_scatter_count},
+    {lw_rules_sample, &lw_rules_sample_count},
 };
 
 // Large enough for every group; checked when the table is built.

@@ -614,6 +614,114 @@ static void emit_dot(emitter_t* e, const tpr_node_t* n) {
   signature(e, n, 0, NULL);
 }
 
+//===--- sorting and FFT ---------------------------------------------------===//
+
+// stablehlo.sort keyed by operand 0. The comparator says "lhs goes first":
+// lhs < rhs (> when descending), and for floats NaN counts as above every
+// number (PyTorch's order) while comparing equal to NaN, so is_stable keeps
+// NaNs, like every other tie, in their original order.
+static void emit_sort(emitter_t* e, int ni, const tpr_node_t* n) {
+  const tpr_value_t* ops = operands_of(e, n);
+  tpr_dtype_t d = vtype(e, ops[0])->dtype;
+  bool desc = ints_of(e, n)[0] != 0;
+  char P[16];
+  snprintf(P, sizeof P, "%%n%d_", ni);
+  begin(e, n);
+  call(e, n, "stablehlo.sort");
+  put(e, " ({\n    ^bb0(");
+  for (int i = 0; i < n->num_operands; i++) {
+    tpr_dtype_t di = vtype(e, ops[i])->dtype;
+    putf(e, "%s%sa%d: ", i ? ", " : "", P, i);
+    put_scalar_type(e, di);
+    putf(e, ", %sb%d: ", P, i);
+    put_scalar_type(e, di);
+  }
+  put(e, "):\n");
+  char a[32], b[32], lt[32], an[32], bn[32], t[32], p[32];
+#define NM(buf, s) snprintf(buf, sizeof buf, "%s%s", P, s)
+  NM(a, "a0");
+  NM(b, "b0");
+  NM(lt, "lt");
+  NM(p, "p");
+  region_compare(e, lt, a, b, desc ? "GT" : "LT", d);
+  const char* res = lt;
+  if (tpr_dtype_is_float(d)) {
+    // ascending: lt | (a == a & b != b); descending: gt | (a != a & b == b)
+    NM(an, "an");
+    NM(bn, "bn");
+    NM(t, "t");
+    region_compare(e, an, a, a, desc ? "NE" : "EQ", d);
+    region_compare(e, bn, b, b, desc ? "EQ" : "NE", d);
+    region_op(e, t, "stablehlo.and", an, bn, NULL, NULL, TPR_DTYPE_BOOL,
+              TPR_DTYPE_BOOL);
+    region_op(e, p, "stablehlo.or", lt, t, NULL, NULL, TPR_DTYPE_BOOL,
+              TPR_DTYPE_BOOL);
+    res = p;
+  }
+#undef NM
+  tpr_dtype_t bt = TPR_DTYPE_BOOL;
+  region_return(e, &res, &bt, 1);
+  putf(e, "    }) {dimension = %d : i64, is_stable = true}", n->sub);
+  signature(e, n, 0, NULL);
+}
+
+static void emit_fft(emitter_t* e, const tpr_node_t* n) {
+  static const char* const kTypes[] = {"FFT", "IFFT", "RFFT", "IRFFT"};
+  begin(e, n);
+  call(e, n, "stablehlo.fft");
+  putf(e, " {fft_type = #stablehlo<fft_type %s>, ", kTypes[n->sub]);
+  put_array(e, "fft_length", ints_of(e, n), n->num_ints);
+  put(e, "}");
+  signature(e, n, 0, NULL);
+}
+
+// stablehlo.scatter whose region combines old and new values with a
+// reduction op; max/min select NaN explicitly (PyTorch propagates it).
+static void emit_scatter_reduce(emitter_t* e, int ni, const tpr_node_t* n) {
+  tpr_dimnums_t dn;
+  tpr_dimnums_decode(ints_of(e, n), &dn);
+  tpr_dtype_t d = vtype(e, operands_of(e, n)[0])->dtype;
+  uint8_t init[16];
+  const char* body = reduce_body((tpr_reduce_op_t)n->sub, d, init);
+  char a[32], b[32], r[32], an[32], bn[32], s1[32], s2[32];
+  snprintf(a, sizeof a, "%%n%d_a", ni);
+  snprintf(b, sizeof b, "%%n%d_b", ni);
+  snprintf(r, sizeof r, "%%n%d_r", ni);
+  begin(e, n);
+  call(e, n, "stablehlo.scatter");
+  put(e, " ({\n");
+  putf(e, "    ^bb0(%s: ", a);
+  put_scalar_type(e, d);
+  putf(e, ", %s: ", b);
+  put_scalar_type(e, d);
+  put(e, "):\n");
+  region_op(e, r, body, a, b, NULL, NULL, d, d);
+  const char* ret = r;
+  if (tpr_dtype_is_float(d) &&
+      (n->sub == TPR_REDUCE_MAX || n->sub == TPR_REDUCE_MIN)) {
+    snprintf(an, sizeof an, "%%n%d_an", ni);
+    snprintf(bn, sizeof bn, "%%n%d_bn", ni);
+    snprintf(s1, sizeof s1, "%%n%d_s1", ni);
+    snprintf(s2, sizeof s2, "%%n%d_s2", ni);
+    region_compare(e, an, a, a, "NE", d);
+    region_compare(e, bn, b, b, "NE", d);
+    region_op(e, s1, "stablehlo.select", bn, b, r, NULL, d, d);
+    region_op(e, s2, "stablehlo.select", an, a, s1, NULL, d, d);
+    ret = s2;
+  }
+  region_return(e, &ret, &d, 1);
+  put(e, "    }) {indices_are_sorted = false, scatter_dimension_numbers = "
+         "#stablehlo.scatter<");
+  bool first = true;
+  put_dims_field(e, &first, "update_window_dims", dn.list[0], dn.n[0]);
+  put_dims_field(e, &first, "inserted_window_dims", dn.list[1], dn.n[1]);
+  put_dims_field(e, &first, "scatter_dims_to_operand_dims", dn.list[2],
+                 dn.n[2]);
+  putf(e, "%sindex_vector_dim = %lld>, unique_indices = false}",
+       first ? "" : ", ", (long long)dn.index_vector_dim);
+  signature(e, n, 0, NULL);
+}
+
 static void emit_node(emitter_t* e, int ni) {
   const tpr_graph_t* g = e->g;
   const tpr_node_t* n = &g->nodes[ni];
@@ -755,6 +863,15 @@ static void emit_node(emitter_t* e, int ni) {
       call(e, n, "stablehlo.rng_bit_generator");
       put(e, " {rng_algorithm = #stablehlo<rng_algorithm THREE_FRY>}");
       break;
+    case TPR_OP_SORT:
+      emit_sort(e, ni, n);
+      return;
+    case TPR_OP_FFT:
+      emit_fft(e, n);
+      return;
+    case TPR_OP_SCATTER_REDUCE:
+      emit_scatter_reduce(e, ni, n);
+      return;
     case TPR_OP_COUNT_:
       return;
   }

@@ -676,8 +676,11 @@ void tpu_fallback(const c10::OperatorHandle& op, c10::DispatchKeySet,
       // The meta kernel cannot say the result's shape (data-dependent
       // output, e.g. boolean-mask indexing): only running it can.
       std::string what = e.what();
+      // (repeat_interleave.Tensor without output_size says "cannot
+      // repeat_interleave a meta tensor without output_size".)
       if (what.find("data-dependent") == std::string::npos &&
-          what.find("data-independent") == std::string::npos)
+          what.find("data-independent") == std::string::npos &&
+          what.find("meta tensor without") == std::string::npos)
         throw;
       cpu_fallback_counted(op, stack, name, "has a data-dependent output shape");
       return;

@@ -266,6 +266,57 @@ tpr_value_t tpr_index_select(tpr_graph_t* graph, tpr_value_t v, int64_t dim,
 void tpr_rng_bits(tpr_graph_t* graph, tpr_value_t state, tpr_type_t type,
                   tpr_value_t* out_bits, tpr_value_t* out_new_state);
 
+//===--- sorting, scans, FFT (builders_sort.c) ----------------------------===//
+
+// stablehlo.sort: |count| (1..8) operands of one shape, permuted together
+// along |dimension| so that operand 0 is in order (ascending, or descending
+// when |descending|). The sort is stable: equal keys keep their order.
+// Floats order as in PyTorch: NaN above +inf (last ascending, first
+// descending), -0.0 equal to 0.0. out_values[i] gets operand i permuted;
+// sorting by an iota operand gives the indices.
+void tpr_sort(tpr_graph_t* graph, const tpr_value_t* operands, int count,
+              int64_t dimension, bool descending, tpr_value_t* out_values);
+
+typedef enum tpr_scan_op_e {
+  TPR_SCAN_SUM, TPR_SCAN_PROD, TPR_SCAN_MAX, TPR_SCAN_MIN,
+  TPR_SCAN_LOGADDEXP,  // log(exp(a) + exp(b)); floats only
+} tpr_scan_op_t;
+
+// Inclusive prefix scan along |dimension|: out[i] = v[0] op ... op v[i]
+// (from the end, out[i] = v[i] op ... op v[n-1], when |reverse|). Same type
+// as |v|, accumulated in v's dtype: callers convert bf16/f16 to f32 first
+// where PyTorch accumulates in f32. MAX/MIN propagate NaN. Built from
+// ceil(log2 n) pad/slice/elementwise steps, so the combination order is a
+// tree, not left to right.
+tpr_value_t tpr_scan(tpr_graph_t* graph, tpr_value_t v, int64_t dimension,
+                     tpr_scan_op_t op, bool reverse);
+// Running max (or min) along |dimension| and the s64 index where each was
+// attained; ties and NaN take the latest index (PyTorch's cummax/cummin).
+void tpr_scan_arg(tpr_graph_t* graph, tpr_value_t v, int64_t dimension,
+                  bool is_max, tpr_value_t* out_values,
+                  tpr_value_t* out_indices);
+
+typedef enum tpr_fft_type_e {
+  TPR_FFT_FFT, TPR_FFT_IFFT,  // complex -> complex
+  TPR_FFT_RFFT,               // f32/f64 -> c64/c128, last dim n/2+1
+  TPR_FFT_IRFFT,              // complex (last dim n/2+1) -> real, last dim n
+} tpr_fft_type_t;
+
+// stablehlo.fft over the trailing |num_dims| (1..3) dims with lengths
+// |lengths| (the transform sizes; for IRFFT the real output sizes).
+// Unnormalised forward, 1/n-normalised inverse, as XLA defines them.
+tpr_value_t tpr_fft(tpr_graph_t* graph, tpr_value_t v, tpr_fft_type_t type,
+                    const int64_t* lengths, int num_dims);
+
+// torch.scatter_reduce along |dim| (rank >= 1) with |op| one of SUM, PROD,
+// MAX, MIN: v[..., index[i...], ...] = op(v[...], src[i...]) for every
+// element of the index-shaped block of src, duplicates combined in an
+// unspecified order. MAX/MIN propagate NaN. Indices out of range are
+// dropped (XLA semantics); callers check bounds where PyTorch requires it.
+tpr_value_t tpr_scatter_reduce_along(tpr_graph_t* graph, tpr_value_t v,
+                                     int64_t dim, tpr_value_t index,
+                                     tpr_value_t src, tpr_reduce_op_t op);
+
 //===--- views over flat storage ------------------------------------------===//
 //
 // A PyTorch storage lives on the device as one rank-1 buffer of its element

@@ -1,0 +1,26 @@
+// Meta kernels PyTorch lacks for CPU/CUDA-only helper ops that tpu lowers
+// natively (see compiler/lower/rules_scan.c). The boxed fallback needs a
+// meta kernel to learn result types; without one these ops would always run
+// on the CPU. cummax/cummin resize their outputs before calling the helper,
+// so the helper's meta kernel has nothing to do.
+#include <ATen/ops/empty_like.h>
+#include <torch/library.h>
+
+namespace torch_tpu {
+namespace {
+
+void cummaxmin_helper_meta(const at::Tensor&, at::Tensor&, at::Tensor&,
+                           int64_t) {}
+
+at::Tensor logcumsumexp_meta(const at::Tensor& self, int64_t) {
+  return at::empty_like(self, at::MemoryFormat::Contiguous);
+}
+
+TORCH_LIBRARY_IMPL(aten, Meta, m) {
+  m.impl("_cummax_helper", cummaxmin_helper_meta);
+  m.impl("_cummin_helper", cummaxmin_helper_meta);
+  m.impl("_logcumsumexp", logcumsumexp_meta);
+}
+
+}  // namespace
+}  // namespace torch_tpu
