@@ -402,12 +402,13 @@ def core_report():
     import torch_tpu  # noqa: F401
     from torch_tpu import _C
     lowered = set(_C._lowered_ops())
-    native_kernels = {"aten::empty.memory_format", "aten::empty_strided", "aten::as_strided",
+    native_kernels = {"aten::nonzero", "aten::masked_select", "aten::equal",
+                      "aten::empty.memory_format", "aten::empty_strided", "aten::as_strided",
                       "aten::view", "aten::_reshape_alias", "aten::unfold", "aten::resize_",
                       "aten::_local_scalar_dense", "aten::copy_", "aten::_copy_from",
                       "aten::_copy_from_and_resize", "aten::set_.source_Storage",
                       "aten::set_.source_Storage_storage_offset", "aten::set_.source_Tensor"}
-    core, missing, views = [], [], []
+    core, missing, views, decomposed = [], [], [], []
     for name in dir(torch.ops.aten):
         packet = getattr(torch.ops.aten, name, None)
         if not hasattr(packet, "overloads"):
@@ -420,13 +421,20 @@ def core_report():
             core.append(full)
             if full in lowered or full in native_kernels:
                 continue
+            if name.startswith("sym_"):
+                views.append(full)  # size/stride queries: answered from metadata
+                continue
             schema = op._schema
             if schema.returns and schema.returns[0].alias_info is not None and \
                     not schema.returns[0].alias_info.is_write:
                 views.append(full)  # views alias: metadata kernels, never rules
                 continue
+            has = torch._C._dispatch_has_kernel_for_dispatch_key
+            if has(op.name(), "CompositeExplicitAutograd") or has(op.name(), "CompositeImplicitAutograd"):
+                decomposed.append(full)  # PyTorch decomposes it into ops that have rules
+                continue
             missing.append(full)
-    return core, sorted(missing), views
+    return core, sorted(missing), views, decomposed
 
 
 def main(argv=None):
@@ -457,9 +465,10 @@ def main(argv=None):
     if args.worker:
         return _worker(args)
     if args.core:
-        core, missing, views = core_report()
-        print(f"torch.Tag.core overloads: {len(core)}; views (metadata kernels): {len(views)}; "
-              f"without a native rule: {len(missing)}")
+        core, missing, views, decomposed = core_report()
+        print(f"torch.Tag.core overloads: {len(core)}; views and size queries (metadata only): "
+              f"{len(views)}; decomposed by PyTorch into lowered ops: {len(decomposed)} "
+              f"({', '.join(decomposed)}); without a native rule: {len(missing)}")
         for m in missing:
             print("  " + m)
         return 0 if not missing else 1
