@@ -45,6 +45,9 @@ LW_DECLARE_TABLE(random);
 LW_DECLARE_TABLE(nn);
 LW_DECLARE_TABLE(index);
 LW_DECLARE_TABLE(foreach);
+LW_DECLARE_TABLE(conv);
+LW_DECLARE_TABLE(pool);
+LW_DECLARE_TABLE(norm);
 
 #define LW_DEFINE_TABLE(group, ...)                                  \
   const tpr_rule_t lw_rules_##group[] = {__VA_ARGS__};               \

@@ -22,6 +22,7 @@ static const group_t kGroups[] = {
     {lw_rules_nn, &lw_rules_nn_count},
     {lw_rules_index, &lw_rules_index_count},
     {lw_rules_foreach, &lw_rules_foreach_count},
+    {lw_rules_conv, &lw_rules_conv_count},
 };
 
 // Large enough for every group; checked when the table is built.

@@ -444,6 +444,10 @@ bool run_native(const c10::OperatorHandle& op, torch::jit::Stack* stack,
       const auto& mv = meta[r];
       if (mv.isTensor()) {
         const auto& m = mv.toTensor();
+        if (!m.defined()) {  // masked-off gradient: no target for the rule
+          returns.emplace_back(at::Tensor());
+          continue;
+        }
         auto real = at::empty_strided(m.sizes(), m.strides(),
                                       m.options().device(device));
         add_out(st, real, name.c_str());
@@ -585,6 +589,13 @@ TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
   m.fallback(torch::CppFunction::makeFromBoxedFunction<&tpu_fallback>());
 }
 
+// Convolutions are CompositeExplicitAutograd too: left alone they end in
+// convolution_overrideable, which has no meta kernel to give result types.
+bool claimed(const std::string& name) {
+  return name == "aten::convolution" || name == "aten::_convolution" ||
+         name == "aten::convolution_backward";
+}
+
 // Foreach ops are CompositeExplicitAutograd, which would split them into one
 // op (and one executable run) per tensor before the fallback sees them.
 // Claiming them for tpu runs each as one graph over the whole list.
@@ -594,7 +605,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   static const std::string kPrefix = "aten::_foreach_";
   for (size_t i = 0; i < n; i++) {
     std::string name = rules[i].name;
-    if (name.compare(0, kPrefix.size(), kPrefix) != 0) continue;
+    if (name.compare(0, kPrefix.size(), kPrefix) != 0 && !claimed(name)) continue;
     m.impl(name.substr(6).c_str(),
            torch::CppFunction::makeFromBoxedFunction<&tpu_fallback>());
   }
