@@ -49,6 +49,7 @@ LW_DECLARE_TABLE(conv);
 LW_DECLARE_TABLE(pool);
 LW_DECLARE_TABLE(norm);
 
+
 #define LW_DEFINE_TABLE(group, ...)                                  \
   const tpr_rule_t lw_rules_##group[] = {__VA_ARGS__};               \
   const size_t lw_rules_##group##_count =                            \

@@ -23,6 +23,8 @@ static const group_t kGroups[] = {
     {lw_rules_index, &lw_rules_index_count},
     {lw_rules_foreach, &lw_rules_foreach_count},
     {lw_rules_conv, &lw_rules_conv_count},
+    {lw_rules_pool, &lw_rules_pool_count},
+    {lw_rules_norm, &lw_rules_norm_count},
 };
 
 // Large enough for every group; checked when the table is built.
