@@ -96,6 +96,15 @@ bool writes(const c10::Argument& a) {
   return a.alias_info() && a.alias_info()->isWrite();
 }
 
+// native_batch_norm updates running_mean/running_var (arguments 3 and 4)
+// in training although its schema does not mark them written.
+bool writes_unmarked(const std::string& name, size_t i,
+                     const torch::jit::Stack& args) {
+  return name == "aten::native_batch_norm" && (i == 3 || i == 4) &&
+         args[i].isTensor() && args[i].toTensor().defined() &&
+         args[5].isBool() && args[5].toBool();
+}
+
 // Everything that must outlive the C call.
 struct CallState {
   std::deque<tpr_tensor_ref_t> refs;
@@ -469,7 +478,7 @@ bool run_native(const c10::OperatorHandle& op, torch::jit::Stack* stack,
   std::vector<int> stripped(nargs, 0);
   for (size_t i = 0; i < nargs; i++) {
     const auto& sa = schema.arguments()[i];
-    if (!writes(sa)) continue;
+    if (!writes(sa) && !writes_unmarked(name, i, args)) continue;
     stripped[i] = sa.is_out();
     const auto& v = args[i];
     if (v.isTensor()) {
