@@ -672,6 +672,118 @@ static tpr_status_t avg_pool_bw(lw_ctx_t* ctx, int ns) {
 static tpr_status_t lower_avg_pool2d_bw(lw_ctx_t* c) { return avg_pool_bw(c, 2); }
 static tpr_status_t lower_avg_pool3d_bw(lw_ctx_t* c) { return avg_pool_bw(c, 3); }
 
+//===--- im2col / col2im, pixel shuffle -------------------------------------===//
+
+// The per-dim selection of im2col: position o*stride + j*dilation of the
+// zero-padded input for the flattened (o, j), o over |out|, j over |k|.
+static bool unfold_map(scratch_t* s, dimmap_t* dm, int64_t in_padded,
+                       int64_t out, int64_t k, int64_t st, int64_t dl) {
+  if (!dimmap_alloc(s, dm, in_padded, out * k, true)) return false;
+  for (int64_t o = 0; o < out; o++)
+    for (int64_t j = 0; j < k; j++) dimmap_pick(dm, o * k + j, o * st + j * dl);
+  return true;
+}
+
+// im2col(self, kernel_size, dilation, padding, stride): [N?, C, H, W] ->
+// [N?, C*kh*kw, L]; col2im(self, output_size, kernel_size, dilation,
+// padding, stride) is its adjoint (overlapping patches add up).
+static tpr_status_t fold_common(lw_ctx_t* ctx, bool col2im) {
+  const tpr_type_t* t = lw_arg_type(ctx, 0);
+  const tpr_type_t* ot = &ctx->out_types[0];
+  int a = col2im ? 2 : 1;
+  int64_t k[2], dl[2], p[2], st[2], img[2];
+  if (!t || !ilist(ctx, a, 2, 1, k) || !ilist(ctx, a + 1, 2, 1, dl) ||
+      !ilist(ctx, a + 2, 2, 0, p) || !ilist(ctx, a + 3, 2, 1, st) ||
+      (col2im && !ilist(ctx, 1, 2, 0, img)))
+    return lw_fail(ctx, TPR_INVALID_ARGUMENT, "bad sizes");
+  tpr_dtype_t dt = lw_opmath(t->dtype);
+  if (!tpr_dtype_is_float(dt))
+    return lw_fail(ctx, TPR_UNIMPLEMENTED, "needs a floating input");
+  const tpr_type_t* im = col2im ? ot : t;  // the image side
+  int nb = im->rank - 3;                   // 0 or 1 batch dims
+  if (!col2im) img[0] = im->dims[nb + 1], img[1] = im->dims[nb + 2];
+  int64_t out[2], hp[2];
+  for (int d = 0; d < 2; d++) {
+    hp[d] = img[d] + 2 * p[d];
+    int64_t span = dl[d] * (k[d] - 1) + 1;
+    out[d] = hp[d] >= span ? (hp[d] - span) / st[d] + 1 : 0;
+    if (k[d] < 1 || dl[d] < 1 || st[d] < 1 || p[d] < 0 || out[d] < 1)
+      return lw_fail(ctx, TPR_INVALID_ARGUMENT, "kernel does not fit the image");
+  }
+  int64_t c = im->dims[nb];
+  scratch_t s = {0};
+  dimmap_t dm[2];
+  for (int d = 0; d < 2; d++)
+    if (!unfold_map(&s, &dm[d], hp[d], out[d], k[d], st[d], dl[d])) {
+      scratch_free(&s);
+      return lw_fail(ctx, TPR_RESOURCE_EXHAUSTED, "out of host memory");
+    }
+  tpr_graph_t* g = G;
+  tpr_value_t v = lw_cast(g, lw_value(ctx, 0), dt);
+  int64_t six[8], perm[8];
+  for (int i = 0; i < nb; i++) six[i] = im->dims[0], perm[i] = i;
+  // [C, oh, kh, ow, kw] <-> [C, kh, kw, oh, ow] (after the batch dims)
+  static const int64_t kPerm[5] = {0, 2, 4, 1, 3};
+  for (int i = 0; i < 5; i++) perm[nb + i] = nb + kPerm[i];
+  if (!col2im) {
+    int64_t lo[4] = {0}, hi[4] = {0};
+    lo[nb + 1] = hi[nb + 1] = p[0];
+    lo[nb + 2] = hi[nb + 2] = p[1];
+    v = tpr_pad(g, v, tpr_constant_f64(g, dt, 0), lo, hi, NULL);
+    v = apply_maps(g, v, 2, dm, false);  // [N?, C, oh*kh, ow*kw]
+    int64_t d5[5] = {c, out[0], k[0], out[1], k[1]};
+    memcpy(six + nb, d5, sizeof d5);
+    v = tpr_transpose(g, tpr_reshape(g, v, nb + 5, six), perm);
+  } else {
+    int64_t d5[5] = {c, k[0], k[1], out[0], out[1]};
+    memcpy(six + nb, d5, sizeof d5);
+    int64_t inv[8];
+    for (int i = 0; i < nb + 5; i++) inv[perm[i]] = i;
+    v = tpr_transpose(g, tpr_reshape(g, v, nb + 5, six), inv);
+    int64_t d4[4];
+    for (int i = 0; i < nb; i++) d4[i] = six[i];
+    d4[nb] = c, d4[nb + 1] = out[0] * k[0], d4[nb + 2] = out[1] * k[1];
+    v = apply_maps(g, tpr_reshape(g, v, nb + 3, d4), 2, dm, true);
+    int64_t st0[4] = {0}, lim[4];
+    for (int i = 0; i < nb + 1; i++) lim[i] = ot->dims[i];
+    st0[nb + 1] = p[0], st0[nb + 2] = p[1];
+    lim[nb + 1] = p[0] + img[0], lim[nb + 2] = p[1] + img[1];
+    v = tpr_slice(g, v, st0, lim, NULL);
+  }
+  scratch_free(&s);
+  return lw_ret(ctx, v);  // lw_set merges the trailing dims
+}
+static tpr_status_t lower_im2col(lw_ctx_t* c) { return fold_common(c, false); }
+static tpr_status_t lower_col2im(lw_ctx_t* c) { return fold_common(c, true); }
+
+// pixel_shuffle(self, r): [*, C*r*r, H, W] -> [*, C, H*r, W*r];
+// pixel_unshuffle(self, r) the inverse. Pure data movement.
+static tpr_status_t shuffle_common(lw_ctx_t* ctx, bool unshuffle) {
+  const tpr_type_t* t = lw_arg_type(ctx, 0);
+  int64_t r = lw_int(ctx, 1, 1);
+  if (!t || t->rank < 3 || t->rank + 2 > TPR_MAX_RANK || r < 1)
+    return lw_fail(ctx, TPR_INVALID_ARGUMENT, "needs [*, C, H, W] and a factor >= 1");
+  int nb = t->rank - 3;
+  const tpr_type_t* ot = &ctx->out_types[0];
+  // shuffle: [*, C, r, r, H, W] -> [*, C, H, r, W, r]
+  // unshuffle: [*, C, H, r, W, r] -> [*, C, r, r, H, W]
+  const tpr_type_t* small = unshuffle ? ot : t;  // the [C*r*r, H, W] side
+  int64_t dims[TPR_MAX_RANK], perm[TPR_MAX_RANK];
+  for (int i = 0; i < nb; i++) dims[i] = t->dims[i], perm[i] = i;
+  int64_t c = small->dims[nb] / (r * r), h = small->dims[nb + 1], w = small->dims[nb + 2];
+  static const int64_t kShuffle[5] = {0, 3, 1, 4, 2};
+  static const int64_t kUnshuffle[5] = {0, 2, 4, 1, 3};
+  int64_t a[5] = {c, r, r, h, w}, b[5] = {c, h, r, w, r};
+  for (int i = 0; i < 5; i++) {
+    dims[nb + i] = (unshuffle ? b : a)[i];
+    perm[nb + i] = nb + (unshuffle ? kUnshuffle : kShuffle)[i];
+  }
+  tpr_value_t v = tpr_reshape(G, lw_value(ctx, 0), nb + 5, dims);
+  return lw_ret(ctx, tpr_transpose(G, v, perm));
+}
+static tpr_status_t lower_pixel_shuffle(lw_ctx_t* c) { return shuffle_common(c, false); }
+static tpr_status_t lower_pixel_unshuffle(lw_ctx_t* c) { return shuffle_common(c, true); }
+
 #define OUT2(name, fn, out) LW_RULE(name, fn), LW_RULE(name "." out, fn)
 #define UP(name)                                                 \
   OUT2(name, lower_upsample, "out"),                             \
@@ -712,4 +824,8 @@ LW_DEFINE_TABLE(pool,
     OUT2("replication_pad1d_backward", lower_replication_pad1_bw, "grad_input"),
     OUT2("replication_pad2d_backward", lower_replication_pad2_bw, "grad_input"),
     OUT2("replication_pad3d_backward", lower_replication_pad3_bw, "grad_input"),
+    OUT2("im2col", lower_im2col, "out"),
+    OUT2("col2im", lower_col2im, "out"),
+    OUT2("pixel_shuffle", lower_pixel_shuffle, "out"),
+    OUT2("pixel_unshuffle", lower_pixel_unshuffle, "out"),
 );
