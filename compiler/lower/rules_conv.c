@@ -214,6 +214,10 @@ static tpr_status_t lower_convolution_backward(lw_ctx_t* ctx) {
     } else if (i == 0) {
       r = c.transposed ? conv_plain(g, &c, go, w)
                        : conv_transposed(g, &c, go, w, xt->dims + 2);
+      // An output_padding >= stride (allowed when < dilation) leaves rows
+      // that no input position reached: crop them.
+      int64_t zero[TPR_MAX_RANK] = {0};
+      r = tpr_slice(g, r, zero, xt->dims, NULL);
     } else if (i == 1) {
       r = c.transposed ? conv_wgrad(g, &c, go, x, wt->dims + 2)
                        : conv_wgrad(g, &c, x, go, wt->dims + 2);
