@@ -56,6 +56,10 @@ typedef enum tpr_op_e {
   TPR_OP_SORT,             // sub = dimension; ints = {descending}; one result per operand
   TPR_OP_FFT,              // sub = tpr_fft_type_t; ints = fft_length
   TPR_OP_SCATTER_REDUCE,   // sub = tpr_reduce_op_t (SUM..MIN); ints as SCATTER
+  TPR_OP_CONVOLUTION,      // ints: see tpr_conv_attrs_t
+  TPR_OP_REDUCE_WINDOW,    // operands = v, init; sub = tpr_reduce_op_t;
+                           // ints = dims, strides, base/window dilations,
+                           // pad low, pad high (rank each)
   TPR_OP_COUNT_
 } tpr_op_t;
 
@@ -111,6 +115,28 @@ typedef struct tpr_dimnums {
 } tpr_dimnums_t;
 
 void tpr_dimnums_decode(const int64_t* ints, tpr_dimnums_t* out);
+
+// Convolution attributes, stored flat in ints[] as [ns, feature_group_count,
+// batch_group_count, strides[ns], pad_low[ns], pad_high[ns],
+// lhs_dilation[ns], rhs_dilation[ns]].
+typedef struct tpr_conv_attrs {
+  int ns;
+  int64_t feature_group_count, batch_group_count;
+  const int64_t *strides, *pad_low, *pad_high, *lhs_dilation, *rhs_dilation;
+} tpr_conv_attrs_t;
+
+static inline void tpr_conv_attrs_decode(const int64_t* ints,
+                                         tpr_conv_attrs_t* out) {
+  int ns = (int)ints[0];
+  out->ns = ns;
+  out->feature_group_count = ints[1];
+  out->batch_group_count = ints[2];
+  out->strides = ints + 3;
+  out->pad_low = out->strides + ns;
+  out->pad_high = out->pad_low + ns;
+  out->lhs_dilation = out->pad_high + ns;
+  out->rhs_dilation = out->lhs_dilation + ns;
+}
 
 // The value |v| (which must be in range).
 static inline tpr_value_info_t* tpr_graph_value(const tpr_graph_t* g,

@@ -51,6 +51,10 @@ LW_DECLARE_TABLE(sort);
 LW_DECLARE_TABLE(scan);
 LW_DECLARE_TABLE(scatter);
 LW_DECLARE_TABLE(sample);
+LW_DECLARE_TABLE(conv);
+LW_DECLARE_TABLE(pool);
+LW_DECLARE_TABLE(norm);
+
 
 #define LW_DEFINE_TABLE(group, ...)                                  \
   const tpr_rule_t lw_rules_##group[] = {__VA_ARGS__};               \

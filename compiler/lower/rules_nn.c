@@ -340,7 +340,8 @@ static tpr_status_t lower_layer_norm(lw_ctx_t* ctx) {
 
 // native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd,
 //   weight?, bias?, output_mask) -> (d_input, d_weight, d_bias). Outputs
-// masked off are returned as zeros of their out type.
+// masked off have no out slot (lower.h), except in the .out overload, which
+// always has three: there they are zeros.
 static tpr_status_t lower_layer_norm_backward(lw_ctx_t* ctx) {
   const tpr_type_t* t = lw_arg_type(ctx, 1);
   const tpr_arg_t* ns = lw_arg(ctx, 2);
@@ -369,10 +370,12 @@ static tpr_status_t lower_layer_norm_backward(lw_ctx_t* ctx) {
   tpr_value_t xhat = lw_mul(g, lw_sub(g, x, mean), rstd);
   bool has_w = lw_is_tensor(ctx, 5);
   tpr_value_t gxh = has_w ? lw_mul(g, go, lw_in(ctx, 5, full.dtype, &full)) : go;
-  for (int i = 0; i < 3 && i < ctx->num_outs; i++) {
-    const tpr_type_t* ot = &ctx->out_types[i];
+  bool every_slot = ctx->num_outs >= 3;
+  for (int i = 0, k = 0; i < 3 && k < ctx->num_outs; i++) {
+    if (!want[i] && !every_slot) continue;
+    const tpr_type_t* ot = &ctx->out_types[k];
     if (!want[i]) {
-      lw_set(ctx, i, lw_full(g, 0, ot->dtype, ot));
+      lw_set(ctx, k++, lw_full(g, 0, ot->dtype, ot));
       continue;
     }
     tpr_value_t r;
@@ -386,7 +389,7 @@ static tpr_status_t lower_layer_norm_backward(lw_ctx_t* ctx) {
       tpr_value_t v = i == 1 ? lw_mul(g, go, xhat) : go;
       r = tpr_reduce(g, v, TPR_REDUCE_SUM, outer, no);
     }
-    lw_set(ctx, i, r);
+    lw_set(ctx, k++, r);
   }
   return lw_done(ctx);
 }

@@ -26,6 +26,9 @@ static const group_t kGroups[] = {
     {lw_rules_scan, &lw_rules_scan_count},
     {lw_rules_scatter, &lw_rules_scatter_count},
     {lw_rules_sample, &lw_rules_sample_count},
+    {lw_rules_conv, &lw_rules_conv_count},
+    {lw_rules_pool, &lw_rules_pool_count},
+    {lw_rules_norm, &lw_rules_norm_count},
 };
 
 // Large enough for every group; checked when the table is built.

@@ -722,6 +722,85 @@ static void emit_scatter_reduce(emitter_t* e, int ni, const tpr_node_t* n) {
   signature(e, n, 0, NULL);
 }
 
+//===--- spatial ops --------------------------------------------------------===//
+
+// "padding = dense<[[lo, hi], ...]> : tensor<nx2xi64>"
+static void put_padding(emitter_t* e, const int64_t* lo, const int64_t* hi,
+                        int n) {
+  put(e, "padding = dense<[");
+  for (int i = 0; i < n; i++)
+    putf(e, "%s[%lld, %lld]", i ? ", " : "", (long long)lo[i],
+         (long long)hi[i]);
+  putf(e, "]> : tensor<%dx2xi64>", n);
+}
+
+// PyTorch's layouts: [b, f, 0, 1, ...] x [o, i, 0, 1, ...] -> [b, f, ...].
+static void emit_convolution(emitter_t* e, const tpr_node_t* n) {
+  tpr_conv_attrs_t a;
+  tpr_conv_attrs_decode(ints_of(e, n), &a);
+  char sp[64] = "";
+  for (int i = 0, k = 0; i < a.ns; i++)
+    k += snprintf(sp + k, sizeof sp - (size_t)k, ", %d", i);
+  begin(e, n);
+  call(e, n, "stablehlo.convolution");
+  putf(e, " {batch_group_count = %lld : i64, dimension_numbers = "
+          "#stablehlo.conv<[b, f%s]x[o, i%s]->[b, f%s]>, "
+          "feature_group_count = %lld : i64, ",
+       (long long)a.batch_group_count, sp, sp, sp,
+       (long long)a.feature_group_count);
+  put_array(e, "lhs_dilation", a.lhs_dilation, a.ns);
+  put(e, ", ");
+  put_padding(e, a.pad_low, a.pad_high, a.ns);
+  put(e, ", ");
+  put_array(e, "rhs_dilation", a.rhs_dilation, a.ns);
+  put(e, ", ");
+  put_array(e, "window_strides", a.strides, a.ns);
+  // As dot_general: PyTorch convolves f32 in full f32 (no TF32 passes).
+  tpr_dtype_t d = vtype(e, operands_of(e, n)[0])->dtype;
+  if (d == TPR_DTYPE_F32 || d == TPR_DTYPE_F64 || tpr_dtype_is_complex(d))
+    put(e, ", precision_config = [#stablehlo<precision HIGHEST>, "
+           "#stablehlo<precision HIGHEST>]");
+  put(e, "}");
+  signature(e, n, 0, NULL);
+}
+
+static void emit_reduce_window(emitter_t* e, int ni, const tpr_node_t* n) {
+  const int64_t* v = ints_of(e, n);
+  int r = n->num_ints / 6;
+  tpr_dtype_t d = vtype(e, operands_of(e, n)[0])->dtype;
+  uint8_t unused[16];
+  const char* body = reduce_body((tpr_reduce_op_t)n->sub, d, unused);
+  char a[32], b[32], res[32];
+  snprintf(a, sizeof a, "%%n%d_a", ni);
+  snprintf(b, sizeof b, "%%n%d_b", ni);
+  snprintf(res, sizeof res, "%%n%d_r", ni);
+  begin(e, n);
+  call(e, n, "stablehlo.reduce_window");
+  put(e, " ({\n");
+  putf(e, "    ^bb0(%s: ", a);
+  put_scalar_type(e, d);
+  putf(e, ", %s: ", b);
+  put_scalar_type(e, d);
+  put(e, "):\n");
+  region_op(e, res, body, a, b, NULL, NULL, d, d);
+  const char* rv[1] = {res};
+  region_return(e, rv, &d, 1);
+  put(e, "    }) {");
+  put_array(e, "base_dilations", v + 2 * r, r);
+  put(e, ", ");
+  if (r) {
+    put_padding(e, v + 4 * r, v + 5 * r, r);
+    put(e, ", ");
+  }
+  put_array(e, "window_dilations", v + 3 * r, r);
+  put(e, ", ");
+  put_array(e, "window_dimensions", v, r);
+  put(e, ", ");
+  put_array(e, "window_strides", v + r, r);
+  put(e, "}");
+  signature(e, n, 0, NULL);
+}
+
 static void emit_node(emitter_t* e, int ni) {
   const tpr_graph_t* g = e->g;
   const tpr_node_t* n = &g->nodes[ni];
@@ -871,6 +950,12 @@ static void emit_node(emitter_t* e, int ni) {
       return;
     case TPR_OP_SCATTER_REDUCE:
       emit_scatter_reduce(e, ni, n);
+      return;
+    case TPR_OP_CONVOLUTION:
+      emit_convolution(e, n);
+      return;
+    case TPR_OP_REDUCE_WINDOW:
+      emit_reduce_window(e, ni, n);
       return;
     case TPR_OP_COUNT_:
       return;

@@ -96,6 +96,15 @@ bool writes(const c10::Argument& a) {
   return a.alias_info() && a.alias_info()->isWrite();
 }
 
+// native_batch_norm updates running_mean/running_var (arguments 3 and 4)
+// in training although its schema does not mark them written.
+bool writes_unmarked(const std::string& name, size_t i,
+                     const torch::jit::Stack& args) {
+  return name == "aten::native_batch_norm" && (i == 3 || i == 4) &&
+         args[i].isTensor() && args[i].toTensor().defined() &&
+         args[5].isBool() && args[5].toBool();
+}
+
 // Everything that must outlive the C call.
 struct CallState {
   std::deque<tpr_tensor_ref_t> refs;
@@ -410,17 +419,12 @@ std::shared_ptr<const MetaResult> meta_result(const c10::OperatorHandle& op,
   return r;
 }
 
-// An undefined |real| is a result the op does not produce (a false entry in
-// a backward's output_mask): the rule gets a placeholder f32[] type for it
-// and nothing is written.
 void add_out(CallState& st, const at::Tensor& real, const char* op) {
   st.outs.push_back(real);
-  st.out_types.push_back(real.defined() ? tensor_type(real, op)
-                                        : tpr_type_scalar(TPR_DTYPE_F32));
+  st.out_types.push_back(tensor_type(real, op));
 }
 
 at::Tensor fresh_like_meta(const at::Tensor& m, c10::Device device) {
-  if (!m.defined()) return at::Tensor();
   return at::empty_strided(m.sizes(), m.strides(), m.options().device(device));
 }
 
@@ -520,7 +524,12 @@ bool run_native(const c10::OperatorHandle& op, torch::jit::Stack* stack,
       if (ret.alias_info()) continue;  // returns an argument (in-place)
       const auto& mv = meta[r];
       if (mv.isTensor()) {
-        auto real = fresh_like_meta(mv.toTensor(), device);
+        const auto& m = mv.toTensor();
+        if (!m.defined()) {  // masked-off gradient: no result slot (lower.h)
+          returns.emplace_back(at::Tensor());
+          continue;
+        }
+        auto real = fresh_like_meta(m, device);
         add_out(st, real, name.c_str());
         returns.emplace_back(real);
       } else if (mv.isTensorList()) {
@@ -539,7 +548,7 @@ bool run_native(const c10::OperatorHandle& op, torch::jit::Stack* stack,
   std::vector<int> stripped(nargs, 0);
   for (size_t i = 0; i < nargs; i++) {
     const auto& sa = schema.arguments()[i];
-    if (!writes(sa)) continue;
+    if (!writes(sa) && !writes_unmarked(name, i, args)) continue;
     stripped[i] = sa.is_out();
     const auto& v = args[i];
     if (v.isTensor()) {
@@ -594,10 +603,6 @@ bool run_native(const c10::OperatorHandle& op, torch::jit::Stack* stack,
   }
 
   for (auto& t : st.outs) {
-    if (!t.defined()) {
-      st.targets.push_back(nullptr);
-      continue;
-    }
     st.refs.push_back(tensor_ref(t, name.c_str()));
     st.targets.push_back(&st.refs.back());
   }
@@ -697,22 +702,26 @@ TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
 
 // Some ops have CompositeExplicitAutograd kernels, which a backend without
 // its own kernel inherits: foreach ops split into one op (and one executable
-// run) per tensor, native_layer_norm decomposes through batch_norm. Claiming
-// them for tpu runs each as one graph through its rule.
-const char* const kClaimedComposites[] = {"native_layer_norm"};
+// run) per tensor, native_layer_norm decomposes through batch_norm, and
+// convolutions end in convolution_overrideable, which has no meta kernel to
+// give result types. Claiming them for tpu runs each as one graph through
+// its rule.
+bool claimed(const std::string& name) {
+  static const std::string kForeach = "aten::_foreach_";
+  return name.compare(0, kForeach.size(), kForeach) == 0 ||
+         name == "aten::native_layer_norm" || name == "aten::convolution" ||
+         name == "aten::_convolution" || name == "aten::convolution_backward";
+}
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   size_t n = 0;
   const tpr_rule_t* rules = tpr_rule_table(&n);
-  static const std::string kPrefix = "aten::_foreach_";
   for (size_t i = 0; i < n; i++) {
     std::string name = rules[i].name;
-    if (name.compare(0, kPrefix.size(), kPrefix) != 0) continue;
+    if (!claimed(name)) continue;
     m.impl(name.substr(6).c_str(),
            torch::CppFunction::makeFromBoxedFunction<&tpu_fallback>());
   }
-  for (const char* name : kClaimedComposites)
-    m.impl(name, torch::CppFunction::makeFromBoxedFunction<&tpu_fallback>());
 }
 
 }  // namespace

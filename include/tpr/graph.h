@@ -316,6 +316,43 @@ tpr_value_t tpr_fft(tpr_graph_t* graph, tpr_value_t v, tpr_fft_type_t type,
 tpr_value_t tpr_scatter_reduce_along(tpr_graph_t* graph, tpr_value_t v,
                                      int64_t dim, tpr_value_t index,
                                      tpr_value_t src, tpr_reduce_op_t op);
+//===--- spatial (convolution, windows) ----------------------------------===//
+//
+// Spatial ops use PyTorch's layouts: input and result [N, C, spatial...],
+// kernel [O, I, spatial...], with |num_spatial| spatial dims (1 to
+// TPR_MAX_RANK - 2). Per-dim attribute arrays have num_spatial entries (or
+// the operand's rank for reduce_window); NULL means the default (stride and
+// dilations 1, padding 0).
+
+// stablehlo.convolution of |lhs| [N, C, s...] with |rhs| [O, C/groups, k...]
+// into [N / batch_group_count, O, o...] of |result_dtype| (operands may be
+// narrower, e.g. bf16 x bf16 -> f32; f32 and f64 carry precision HIGHEST, as
+// dot_general). |lhs_dilation| > 1 dilates the input (transposed
+// convolution); |pad_low|/|pad_high| may be negative (cropping).
+// feature_group_count divides C and O; batch_group_count divides N and O
+// (one of them is 1).
+tpr_value_t tpr_convolution(tpr_graph_t* graph, tpr_value_t lhs,
+                            tpr_value_t rhs, int num_spatial,
+                            const int64_t* window_strides,
+                            const int64_t* pad_low, const int64_t* pad_high,
+                            const int64_t* lhs_dilation,
+                            const int64_t* rhs_dilation,
+                            int64_t feature_group_count,
+                            int64_t batch_group_count,
+                            tpr_dtype_t result_dtype);
+
+// stablehlo.reduce_window over every dim of |v| with |op| (SUM, MAX or MIN)
+// starting from the rank-0 |init| (v's dtype): result dim i is
+// floor((padded_i - dilated_window_i) / stride_i) + 1, where padded_i is the
+// base-dilated size plus padding (padding >= 0; windows reaching into the
+// padding see |init|). Accumulates in v's dtype; no NaN special-casing.
+tpr_value_t tpr_reduce_window(tpr_graph_t* graph, tpr_value_t v,
+                              tpr_value_t init, tpr_reduce_op_t op,
+                              const int64_t* window_dims,
+                              const int64_t* window_strides,
+                              const int64_t* base_dilations,
+                              const int64_t* window_dilations,
+                              const int64_t* pad_low, const int64_t* pad_high);
 
 //===--- views over flat storage ------------------------------------------===//
 //

@@ -18,6 +18,8 @@
 // (self of x_(), each element of a written Tensor[] list, running_mean and
 // running_var of native_batch_norm), in argument order. The caller writes
 // those back. `out=` overloads: one result per out argument, in order.
+// Undefined returns (gradients switched off by an output_mask) get no
+// out type: such rules fill the remaining outs in order, skipping them.
 // Random ops get a GENERATOR argument where the schema has one; ops that draw
 // random numbers without one (native_dropout) get one appended last.
 //
