@@ -162,7 +162,7 @@ static tpr_status_t adaptive_avg(lw_ctx_t* ctx, int ns, bool backward) {
   if (!ot || ot->rank != xt.rank)
     return lw_fail(ctx, TPR_INVALID_ARGUMENT, "grad_output rank differs from self");
   scratch_t s = {0};
-  dimmap_t dm[MAXS];
+  dimmap_t dm[MAXS] = {{0}};
   for (int d = 0; d < ns; d++) {
     int64_t in = xt.dims[xt.rank - ns + d], out = ot->dims[ot->rank - ns + d];
     if (!adaptive_avg_map(&s, &dm[d], in, out)) {
@@ -291,7 +291,7 @@ static tpr_status_t lower_upsample(lw_ctx_t* ctx) {
   bool align = op->align && lw_bool(ctx, a, false);
   int sc = a + (op->align ? 1 : 0);
   scratch_t s = {0};
-  dimmap_t dm[MAXS];
+  dimmap_t dm[MAXS] = {{0}};
   for (int d = 0; d < ns; d++) {
     int64_t in = small->dims[small->rank - ns + d];
     int64_t out = big->dims[big->rank - ns + d];
@@ -321,7 +321,7 @@ static tpr_status_t pad_common(lw_ctx_t* ctx, int ns, bool reflect,
   if (p->kind != TPR_ARG_INT_LIST || p->count != 2 * ns)
     return lw_fail(ctx, TPR_INVALID_ARGUMENT, "padding needs %d entries", 2 * ns);
   scratch_t s = {0};
-  dimmap_t dm[MAXS];
+  dimmap_t dm[MAXS] = {{0}};
   for (int d = 0; d < ns; d++) {
     int64_t in = xt.dims[xt.rank - ns + d];
     int64_t lo = p->ints[2 * (ns - 1 - d)], hi = p->ints[2 * (ns - 1 - d) + 1];

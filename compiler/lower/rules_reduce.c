@@ -31,7 +31,7 @@ static tpr_status_t sum_like(lw_ctx_t* ctx, int dim_arg, tpr_reduce_op_t op,
                              bool mean) {
   const tpr_type_t* t;
   int64_t dims[TPR_MAX_RANK];
-  int n;
+  int n = 0;
   TPR_RETURN_IF_ERROR(prep(ctx, dim_arg, false, &t, dims, &n));
   TPR_RETURN_IF_ERROR(check_real(ctx, t));
   tpr_dtype_t acc = lw_opmath(OUT->dtype);
@@ -59,7 +59,7 @@ static tpr_status_t lower_prod(lw_ctx_t* ctx) {
 static tpr_status_t extreme(lw_ctx_t* ctx, int dim_arg, bool is_max) {
   const tpr_type_t* t;
   int64_t dims[TPR_MAX_RANK];
-  int n;
+  int n = 0;
   TPR_RETURN_IF_ERROR(prep(ctx, dim_arg, false, &t, dims, &n));
   TPR_RETURN_IF_ERROR(check_real(ctx, t));
   if (tpr_type_numel(t) == 0 && lw_reduced_numel(t, dims, n) == 0)
@@ -125,7 +125,7 @@ static tpr_status_t lower_argmin(lw_ctx_t* ctx) {
 static tpr_status_t variance(lw_ctx_t* ctx, bool root, bool with_mean) {
   const tpr_type_t* t;
   int64_t dims[TPR_MAX_RANK];
-  int n;
+  int n = 0;
   TPR_RETURN_IF_ERROR(prep(ctx, 1, false, &t, dims, &n));
   TPR_RETURN_IF_ERROR(check_real(ctx, t));
   tpr_dtype_t acc = lw_opmath(OUT->dtype);
@@ -163,7 +163,7 @@ static tpr_status_t lower_std_mean(lw_ctx_t* ctx) {
 static tpr_status_t any_all(lw_ctx_t* ctx, bool any) {
   const tpr_type_t* t;
   int64_t dims[TPR_MAX_RANK];
-  int n;
+  int n = 0;
   TPR_RETURN_IF_ERROR(prep(ctx, 1, true, &t, dims, &n));
   tpr_value_t x = lw_nonzero(G, lw_value(ctx, 0));
   tpr_value_t r =
@@ -180,7 +180,7 @@ static tpr_status_t lower_all(lw_ctx_t* ctx) { return any_all(ctx, false); }
 static tpr_status_t lower_logsumexp(lw_ctx_t* ctx) {
   const tpr_type_t* t;
   int64_t dims[TPR_MAX_RANK];
-  int n;
+  int n = 0;
   TPR_RETURN_IF_ERROR(prep(ctx, 1, false, &t, dims, &n));
   TPR_RETURN_IF_ERROR(check_real(ctx, t));
   tpr_dtype_t acc = lw_opmath(OUT->dtype);
@@ -202,7 +202,7 @@ static tpr_status_t lower_logsumexp(lw_ctx_t* ctx) {
 tpr_status_t lw_rule_norm(lw_ctx_t* ctx) {
   const tpr_type_t* t;
   int64_t dims[TPR_MAX_RANK];
-  int n;
+  int n = 0;
   int dim_arg = lw_arg(ctx, 2)->kind == TPR_ARG_INT_LIST ||
                         lw_arg(ctx, 2)->kind == TPR_ARG_INT
                     ? 2
@@ -243,7 +243,7 @@ tpr_status_t lw_rule_norm(lw_ctx_t* ctx) {
 tpr_status_t lw_rule_powsum(lw_ctx_t* ctx) {
   const tpr_type_t* t;
   int64_t dims[TPR_MAX_RANK];
-  int n;
+  int n = 0;
   TPR_RETURN_IF_ERROR(prep(ctx, -1, false, &t, dims, &n));
   TPR_RETURN_IF_ERROR(check_real(ctx, t));
   tpr_dtype_t acc = lw_opmath(OUT->dtype);
@@ -272,7 +272,7 @@ static tpr_status_t softmax(lw_ctx_t* ctx, bool log) {
   if (!t) return lw_fail(ctx, TPR_INVALID_ARGUMENT, "self must be a tensor");
   TPR_RETURN_IF_ERROR(check_real(ctx, t));
   int64_t dims[1];
-  int n;
+  int n = 0;
   TPR_RETURN_IF_ERROR(softmax_dim(ctx, 1, t, dims, &n));
   tpr_dtype_t acc = lw_opmath(OUT->dtype);
   if (!tpr_dtype_is_float(acc))
@@ -298,7 +298,7 @@ static tpr_status_t softmax_backward(lw_ctx_t* ctx, bool log) {
     return lw_fail(ctx, TPR_INVALID_ARGUMENT, "needs tensors");
   TPR_RETURN_IF_ERROR(check_real(ctx, t));
   int64_t dims[1];
-  int n;
+  int n = 0;
   TPR_RETURN_IF_ERROR(softmax_dim(ctx, 2, t, dims, &n));
   tpr_dtype_t acc = lw_opmath(lw_promote(lw_arg_type(ctx, 0)->dtype, t->dtype));
   tpr_graph_t* g = G;
