@@ -131,39 +131,49 @@ void copy_on_device(const at::Tensor& src, const at::Tensor& dst) {
   check(tpr_eager_run(&call));
 }
 
+// A tpu tensor's logical value on the host: its raw window read back, then
+// its lazy conjugate / negative bits applied there.
+at::Tensor read_to_host(const at::Tensor& t) {
+  at::Tensor host = at::empty(t.sizes(), t.options().device(c10::kCPU));
+  tpr_tensor_ref_t r = tensor_ref(t, "copy_");
+  check(tpr_tensor_read_host(&r, host.mutable_data_ptr(), host.nbytes()));
+  if (t.is_conj()) host = host.conj_physical();
+  if (t.is_neg()) host = host.neg();
+  return host;
+}
+
 at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst,
-                      bool non_blocking) {
+                     bool non_blocking) {
   if (self.numel() == 0) return dst;
-  TORCH_CHECK(!self.is_conj() && !dst.is_conj() && !self.is_neg(),
-              "copy_: conjugate/negative views are not supported on tpu yet");
   bool src_tpu = self.device().type() == c10::DeviceType::PrivateUse1;
   bool dst_tpu = dst.device().type() == c10::DeviceType::PrivateUse1;
-  if (src_tpu && dst_tpu && self.device() == dst.device()) {
+  TORCH_CHECK(src_tpu || self.device().is_cpu(), "copy_: cannot copy from ",
+              self.device(), " to ", dst.device());
+  TORCH_CHECK(dst_tpu || dst.device().is_cpu(), "copy_: cannot copy from ",
+              self.device(), " to ", dst.device());
+  bool bits = self.is_conj() || self.is_neg() || dst.is_conj() || dst.is_neg();
+  if (src_tpu && dst_tpu && self.device() == dst.device() && !bits) {
     copy_on_device(self, dst);
-  } else if (src_tpu && dst_tpu) {  // across devices: through the host
-    at::Tensor host = at::empty(self.sizes(), self.options().device(c10::kCPU));
+    return dst;
+  }
+  if (!dst_tpu) {  // device -> host
     tpr_tensor_ref_t s = tensor_ref(self, "copy_");
-    check(tpr_tensor_read_host(&s, host.mutable_data_ptr(), host.nbytes()));
-    copy_from(host, dst, non_blocking);
-  } else if (dst_tpu) {  // host -> device
-    TORCH_CHECK(self.device().is_cpu(), "copy_: cannot copy from ",
-                self.device(), " to tpu");
-    at::Tensor host = self.to(dst.scalar_type()).expand(dst.sizes()).contiguous();
-    tpr_tensor_ref_t d = tensor_ref(dst, "copy_");
-    check(tpr_tensor_write_host(&d, host.const_data_ptr(), host.nbytes()));
-  } else {  // device -> host
-    TORCH_CHECK(dst.device().is_cpu(), "copy_: cannot copy from tpu to ",
-                dst.device());
-    tpr_tensor_ref_t s = tensor_ref(self, "copy_");
-    if (dst.is_contiguous() && dst.scalar_type() == self.scalar_type() &&
+    if (!bits && dst.is_contiguous() && dst.scalar_type() == self.scalar_type() &&
         dst.sizes() == self.sizes()) {
       check(tpr_tensor_read_host(&s, dst.mutable_data_ptr(), dst.nbytes()));
     } else {
-      at::Tensor host = at::empty(self.sizes(), self.options().device(c10::kCPU));
-      check(tpr_tensor_read_host(&s, host.mutable_data_ptr(), host.nbytes()));
-      dst.copy_(host);
+      dst.copy_(read_to_host(self));
     }
+    return dst;
   }
+  // -> device: the logical value on the host, stored raw under dst's bits.
+  at::Tensor value = src_tpu ? read_to_host(self) : self.resolve_conj().resolve_neg();
+  at::Tensor raw = value.to(dst.scalar_type()).expand(dst.sizes());
+  if (dst.is_conj()) raw = raw.conj_physical();
+  if (dst.is_neg()) raw = raw.neg();
+  raw = raw.contiguous();
+  tpr_tensor_ref_t d = tensor_ref(dst, "copy_");
+  check(tpr_tensor_write_host(&d, raw.const_data_ptr(), raw.nbytes()));
   return dst;
 }
 
@@ -261,6 +271,18 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_copy_from", copy_from);
   m.impl("_copy_from_and_resize", copy_from_and_resize);
   m.impl("_local_scalar_dense", _local_scalar_dense);
+}
+
+// Cross-device copies of tensors with lazy conjugate/negative bits: the
+// math fallbacks of those keys would materialise the source with clone(),
+// which copies through _copy_from again, forever. copy_from applies the bits.
+TORCH_LIBRARY_IMPL(aten, Conjugate, m) {
+  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
+  m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
+}
+TORCH_LIBRARY_IMPL(aten, Negative, m) {
+  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
+  m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
 }
 
 }  // namespace

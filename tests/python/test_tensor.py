@@ -174,3 +174,15 @@ def test_tied_weights_stay_tied():
     m = torch.nn.ModuleDict({"emb": emb, "head": head}).to("tpu")
     assert m["emb"].weight is m["head"].weight
     assert m["emb"].weight.data_ptr() == m["head"].weight.data_ptr()
+
+
+def test_copies_of_conjugate_and_negative_views():
+    z = torch.tensor([1 + 2j, 3 - 1j])
+    d = z.to("tpu")
+    assert torch.equal(d.conj().cpu(), z.conj())
+    assert torch.equal(z.conj().to("tpu").cpu(), z.conj())
+    e = torch.zeros(2, dtype=torch.complex64, device="tpu")
+    e.conj().copy_(z)  # writes through the conjugate view
+    assert torch.equal(e.cpu(), z.conj())
+    n = torch._neg_view(torch.tensor([1.0, -2.0]))
+    assert torch.equal(n.to("tpu").cpu(), torch.tensor([-1.0, 2.0]))
