@@ -69,6 +69,14 @@ py::dict runtime_stats() {
   d["cache_hits"] = e.cache_hits;
   d["cache_misses"] = e.cache_misses;
   d["cached_executables"] = e.cached_executables;
+  tpr_disk_cache_stats_t dc;
+  tpr_disk_cache_get_stats(&dc);
+  d["disk_cache_dir"] = tpr_disk_cache_dir();
+  d["disk_hits"] = dc.hits;
+  d["disk_misses"] = dc.misses;
+  d["disk_writes"] = dc.writes;
+  d["disk_corrupt"] = dc.corrupt;
+  d["disk_evictions"] = dc.evictions;
   py::dict fb;
   for (const auto& kv : fallback_counts_snapshot()) fb[py::str(kv.first)] = kv.second;
   d["fallbacks"] = fb;
@@ -112,6 +120,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("_reset_runtime_stats", [] {
     tpr_runtime_reset_stats();
     tpr_eager_reset_stats();
+    tpr_disk_cache_reset_stats();
     reset_fallback_counts();
   });
   m.def("_set_launch_blocking", [](bool on) { tpr_eager_set_launch_blocking(on); });

@@ -40,6 +40,8 @@ tpr_status_t tpr_eager_init(const tpr_eager_options_t* options) {
     if (options->launch_blocking) atomic_store(&launch_blocking, true);
     init_error = do_init(options);
     initialized = true;
+    if (tpr_status_is_ok(init_error))
+      tpr_disk_cache_configure(options->cache_dir, options->cache_max_bytes);
   }
   tpr_status_t s = status_copy(init_error);
   pthread_mutex_unlock(&init_lock);

@@ -221,7 +221,15 @@ static tpr_status_t check_outs(const tpr_lower_ctx_t* ctx) {
   return tpr_ok_status();
 }
 
-static tpr_status_t get_executable(tpr_executable_t** out) {
+static double now_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+// The executable for the graph: from memory, else from the disk cache, else
+// compiled (and written to both).
+static tpr_status_t get_executable(const char* op_name, tpr_executable_t** out) {
   uint64_t key[2];
   tpr_graph_hash(graph, key);
   tpr_executable_t* exe = tpr_exec_cache_find(key);
@@ -230,14 +238,24 @@ static tpr_status_t get_executable(tpr_executable_t** out) {
     *out = exe;
     return tpr_ok_status();
   }
-  char* text = NULL;
-  size_t len = 0;
-  TPR_RETURN_IF_ERROR(tpr_graph_emit_stablehlo(graph, &text, &len));
-  if (getenv("TORCH_TPU_DUMP_STABLEHLO")) fprintf(stderr, "%s\n", text);
-  tpr_status_t s = tpr_executable_compile(tpr_eager_client(), text, len, &exe);
-  tpr_free(text);
-  TPR_RETURN_IF_ERROR(s);
   stats.cache_misses++;
+  tpr_status_t s = tpr_disk_cache_load(key, &exe);
+  bool from_disk = tpr_status_is_ok(s);
+  tpr_status_free(s);
+  if (!from_disk) {
+    char* text = NULL;
+    size_t len = 0;
+    TPR_RETURN_IF_ERROR(tpr_graph_emit_stablehlo(graph, &text, &len));
+    if (getenv("TORCH_TPU_DUMP_STABLEHLO")) fprintf(stderr, "%s\n", text);
+    double t0 = now_seconds();
+    s = tpr_executable_compile(tpr_eager_client(), text, len, &exe);
+    tpr_free(text);
+    TPR_RETURN_IF_ERROR(s);
+    if (getenv("TORCH_TPU_LOG_COMPILES"))
+      fprintf(stderr, "torch_tpu: compiled %s (%zu bytes of StableHLO) in %.1f ms\n",
+              op_name, len, 1e3 * (now_seconds() - t0));
+    tpr_disk_cache_store(key, exe);
+  }
   s = tpr_exec_cache_insert(key, exe);
   tpr_executable_release(exe);  // the cache keeps its own reference
   TPR_RETURN_IF_ERROR(s);
@@ -291,7 +309,7 @@ static tpr_status_t run_locked(const tpr_eager_call_t* call) {
   if (num_results == 0) return tpr_ok_status();
 
   tpr_executable_t* exe;
-  TPR_RETURN_IF_ERROR(get_executable(&exe));
+  TPR_RETURN_IF_ERROR(get_executable(call->op_name, &exe));
   GROW(results, cap_result_buffers, num_results);
   TPR_RETURN_IF_ERROR(tpr_executable_execute(exe, call->device, params,
                                              (size_t)num_params, NULL, results,

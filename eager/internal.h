@@ -29,6 +29,10 @@ tpr_status_t tpr_exec_cache_insert(const uint64_t key[2],
                                    tpr_executable_t* exe);
 size_t tpr_exec_cache_size(void);
 
+// Persistent cache entries (disk_cache.c); lock held.
+tpr_status_t tpr_disk_cache_load(const uint64_t key[2], tpr_executable_t** out);
+void tpr_disk_cache_store(const uint64_t key[2], tpr_executable_t* exe);
+
 // Bounded queue of in-flight results; synchronize drains it.
 void tpr_pending_push(tpr_buffer_t* buffer);  // retains
 tpr_status_t tpr_pending_drain(void);

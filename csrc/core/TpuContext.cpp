@@ -20,6 +20,21 @@ bool env_flag(const char* name) {
   return v && *v && std::strcmp(v, "0") != 0 && std::strcmp(v, "false") != 0;
 }
 
+// Where compiled executables persist: TORCH_TPU_CACHE_DIR (a path; "0" or
+// empty: off), else TorchTPU's TORCH_TPU_TIER2_COMPILATION_CACHE (a name
+// under /dev/shm/torch_tpu_cache), else the user cache directory.
+std::string cache_dir() {
+  if (const char* d = std::getenv("TORCH_TPU_CACHE_DIR"))
+    return std::strcmp(d, "0") == 0 ? std::string() : std::string(d);
+  if (const char* n = std::getenv("TORCH_TPU_TIER2_COMPILATION_CACHE"))
+    return std::string("/dev/shm/torch_tpu_cache/") + n;
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x)
+    return std::string(x) + "/torch_tpu";
+  if (const char* h = std::getenv("HOME"); h && *h)
+    return std::string(h) + "/.cache/torch_tpu";
+  return std::string();
+}
+
 tpr_status_t init_runtime() {
   std::vector<const char*> dirs;
   std::lock_guard<std::mutex> lock(dirs_mutex);
@@ -32,6 +47,10 @@ tpr_status_t init_runtime() {
   o.cpu_device_count = n ? std::atoll(n) : 1;
   o.launch_blocking =
       env_flag("TORCH_TPU_LAUNCH_BLOCKING") || env_flag("TPU_LAUNCH_BLOCKING");
+  std::string cache = cache_dir();
+  o.cache_dir = cache.c_str();
+  const char* max = std::getenv("TORCH_TPU_CACHE_MAX_BYTES");
+  o.cache_max_bytes = max ? std::atoll(max) : 0;
   return tpr_eager_init(&o);
 }
 }  // namespace

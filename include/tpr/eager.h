@@ -38,6 +38,8 @@ typedef struct tpr_eager_options {
   size_t num_search_dirs;
   int64_t cpu_device_count;          // CPU plugin: virtual devices (0 = 1)
   bool launch_blocking;              // wait for every op, report errors there
+  const char* cache_dir;             // persistent executable cache; NULL/"" off
+  int64_t cache_max_bytes;           // its size bound (0 = 2 GiB)
 } tpr_eager_options_t;
 
 // Loads the plugin and creates the client, once. Later calls return the
@@ -135,12 +137,36 @@ tpr_status_t tpr_eager_run(const tpr_eager_call_t* call) TPR_MUST_USE_RESULT;
 // dtype and broadcast to its shape.
 tpr_status_t tpr_eager_lower_copy(tpr_lower_ctx_t* ctx);
 
+//===--- the persistent executable cache ---------------------------------===//
+//
+// Executables compiled by this process are also written under
+// <cache_dir>/<plugin id>/, and a later process loads them instead of
+// compiling. Entries that do not verify are deleted and recompiled; an
+// unusable folder turns the cache off with one warning.
+
+typedef struct tpr_disk_cache_stats {
+  int64_t hits;
+  int64_t misses;
+  int64_t writes;
+  int64_t corrupt;    // entries found damaged or foreign (and recompiled)
+  int64_t evictions;  // entries removed to stay under the size bound
+  bool disabled;
+} tpr_disk_cache_stats_t;
+
+// (Re)points the cache at |root| ("" or NULL: off). Needs an initialized
+// context (the plugin's identity is part of the path).
+void tpr_disk_cache_configure(const char* root, int64_t max_bytes);
+void tpr_disk_cache_get_stats(tpr_disk_cache_stats_t* out);
+void tpr_disk_cache_reset_stats(void);
+// The folder in use ("" when off). Borrowed.
+const char* tpr_disk_cache_dir(void);
+
 //===--- counters ---------------------------------------------------------===//
 
 typedef struct tpr_eager_stats {
   int64_t ops;             // tpr_eager_run calls that executed
   int64_t cache_hits;      // executable found in memory
-  int64_t cache_misses;    // compiled
+  int64_t cache_misses;    // not in memory: loaded from disk or compiled
   int64_t cached_executables;
 } tpr_eager_stats_t;
 

@@ -1,0 +1,265 @@
+// The persistent executable cache: serialized executables on disk, keyed by
+// the plugin's identity and the graph's 128-bit hash.
+//
+// Layout: <dir>/<plugin id>/<graph hash>.xla, where the plugin id hashes the
+// plugin's path, file size and mtime, PJRT API version, platform name and
+// version, so a different or upgraded plugin never reads another's entries.
+// An entry is a small header (magic, format version, key, payload size,
+// payload checksum) followed by the runtime's serialized executable, which
+// carries its own checksum. Anything that does not verify is deleted and
+// recompiled, never trusted. Writes go to a unique temporary file renamed
+// into place, so concurrent processes see whole entries or none. When the
+// directory is unusable (read-only, full), the cache turns itself off with
+// one warning and compiling continues in memory. Total size is bounded:
+// the least recently used entries (by mtime, refreshed on every hit) go
+// first.
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "eager/internal.h"
+
+#define ENTRY_MAGIC 0x43555054u  // "TPUC"
+#define ENTRY_VERSION 1u
+
+typedef struct entry_header {
+  uint32_t magic;
+  uint32_t version;
+  uint64_t key[2];
+  uint64_t payload_size;
+  uint64_t payload_checksum;
+} entry_header_t;
+
+static char cache_dir[4096];  // "" = off
+static int64_t max_bytes;
+static int64_t approx_bytes = -1;  // of this plugin's folder; -1 = unknown
+static tpr_disk_cache_stats_t dstats;
+
+static uint64_t fnv1a(const void* data, size_t n, uint64_t h) {
+  const unsigned char* p = (const unsigned char*)data;
+  for (size_t i = 0; i < n; i++) {
+    h ^= p[i];
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+static void warn_and_disable(const char* what, const char* path) {
+  fprintf(stderr,
+          "torch_tpu: the compilation cache at %s is unusable (%s: %s); "
+          "caching compiled programs in memory only\n",
+          path, what, strerror(errno));
+  cache_dir[0] = '\0';
+  dstats.disabled = true;
+}
+
+static int mkdirs(const char* path) {
+  char tmp[4096];
+  snprintf(tmp, sizeof tmp, "%s", path);
+  for (char* p = tmp + 1; *p; p++) {
+    if (*p != '/') continue;
+    *p = '\0';
+    if (mkdir(tmp, 0755) != 0 && errno != EEXIST) return -1;
+    *p = '/';
+  }
+  if (mkdir(tmp, 0755) != 0 && errno != EEXIST) return -1;
+  return 0;
+}
+
+static void configure_locked(const char* root, int64_t max_size_bytes) {
+  cache_dir[0] = '\0';
+  dstats.disabled = true;
+  if (!root || !*root || !tpr_eager_client()) return;
+  tpr_client_t* c = tpr_eager_client();
+  tpr_plugin_info_t info;
+  tpr_plugin_get_info(tpr_client_plugin(c), &info);
+  uint64_t id = 0xcbf29ce484222325ull;
+  id = fnv1a(info.path, strlen(info.path), id);
+  struct stat st;
+  if (stat(info.path, &st) == 0) {
+    id = fnv1a(&st.st_size, sizeof st.st_size, id);
+    id = fnv1a(&st.st_mtime, sizeof st.st_mtime, id);
+  }
+  id = fnv1a(&info.api_major, sizeof info.api_major, id);
+  id = fnv1a(&info.api_minor, sizeof info.api_minor, id);
+  const char* pn = tpr_client_platform_name(c);
+  const char* pv = tpr_client_platform_version(c);
+  id = fnv1a(pn, strlen(pn), id);
+  id = fnv1a(pv, strlen(pv), id);
+  snprintf(cache_dir, sizeof cache_dir, "%s/%016llx", root, (unsigned long long)id);
+  if (mkdirs(cache_dir) != 0 || access(cache_dir, W_OK | X_OK) != 0) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s", cache_dir);
+    warn_and_disable("cannot create or write the folder", path);
+    return;
+  }
+  max_bytes = max_size_bytes > 0 ? max_size_bytes : (int64_t)2 << 30;
+  approx_bytes = -1;
+  dstats.disabled = false;
+}
+
+static void entry_path(const uint64_t key[2], char* out, size_t cap) {
+  snprintf(out, cap, "%s/%016llx%016llx.xla", cache_dir,
+           (unsigned long long)key[0], (unsigned long long)key[1]);
+}
+
+static int read_all(int fd, void* buf, size_t n) {
+  char* p = (char*)buf;
+  while (n) {
+    ssize_t r = read(fd, p, n);
+    if (r <= 0) return -1;
+    p += r;
+    n -= (size_t)r;
+  }
+  return 0;
+}
+
+static int write_all(int fd, const void* buf, size_t n) {
+  const char* p = (const char*)buf;
+  while (n) {
+    ssize_t w = write(fd, p, n);
+    if (w <= 0) return -1;
+    p += w;
+    n -= (size_t)w;
+  }
+  return 0;
+}
+
+tpr_status_t tpr_disk_cache_load(const uint64_t key[2], tpr_executable_t** out) {
+  *out = NULL;
+  if (!cache_dir[0]) return TPR_ERR(NOT_FOUND, "disk cache off");
+  char path[4200];
+  entry_path(key, path, sizeof path);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    dstats.misses++;
+    return TPR_ERR(NOT_FOUND, "no entry");
+  }
+  entry_header_t h;
+  struct stat st;
+  void* payload = NULL;
+  bool ok = fstat(fd, &st) == 0 && read_all(fd, &h, sizeof h) == 0 &&
+            h.magic == ENTRY_MAGIC && h.version == ENTRY_VERSION &&
+            h.key[0] == key[0] && h.key[1] == key[1] &&
+            (uint64_t)st.st_size == sizeof h + h.payload_size &&
+            (payload = tpr_malloc((size_t)h.payload_size)) != NULL &&
+            read_all(fd, payload, (size_t)h.payload_size) == 0 &&
+            fnv1a(payload, (size_t)h.payload_size, 0xcbf29ce484222325ull) ==
+                h.payload_checksum;
+  close(fd);
+  tpr_status_t s = ok ? tpr_executable_deserialize(tpr_eager_client(), payload,
+                                                   (size_t)h.payload_size, out)
+                      : TPR_ERR(DATA_LOSS, "corrupt entry");
+  tpr_free(payload);
+  if (!tpr_status_is_ok(s)) {  // corrupt, truncated or foreign: recompile
+    unlink(path);
+    dstats.corrupt++;
+    dstats.misses++;
+    return s;
+  }
+  utimes(path, NULL);  // recently used: evicted last
+  dstats.hits++;
+  return s;
+}
+
+static void evict_if_needed(int64_t added) {
+  if (approx_bytes < 0) {  // first write: measure the folder once
+    approx_bytes = 0;
+    DIR* d = opendir(cache_dir);
+    if (!d) return;
+    struct dirent* e;
+    char p[4400];
+    struct stat st;
+    while ((e = readdir(d))) {
+      snprintf(p, sizeof p, "%s/%s", cache_dir, e->d_name);
+      if (e->d_name[0] != '.' && stat(p, &st) == 0) approx_bytes += st.st_size;
+    }
+    closedir(d);
+  }
+  approx_bytes += added;
+  while (approx_bytes > max_bytes) {
+    DIR* d = opendir(cache_dir);
+    if (!d) return;
+    struct dirent* e;
+    char p[4400], oldest[4400] = "";
+    time_t oldest_t = 0;
+    int64_t oldest_size = 0;
+    struct stat st;
+    while ((e = readdir(d))) {
+      if (e->d_name[0] == '.') continue;
+      snprintf(p, sizeof p, "%s/%s", cache_dir, e->d_name);
+      if (stat(p, &st) != 0) continue;
+      if (!oldest[0] || st.st_mtime < oldest_t) {
+        snprintf(oldest, sizeof oldest, "%s", p);
+        oldest_t = st.st_mtime;
+        oldest_size = st.st_size;
+      }
+    }
+    closedir(d);
+    if (!oldest[0]) return;
+    unlink(oldest);
+    approx_bytes -= oldest_size;
+    dstats.evictions++;
+  }
+}
+
+void tpr_disk_cache_store(const uint64_t key[2], tpr_executable_t* exe) {
+  if (!cache_dir[0]) return;
+  void* data = NULL;
+  size_t size = 0;
+  tpr_status_t s = tpr_executable_serialize(exe, &data, &size);
+  if (!tpr_status_is_ok(s)) {  // the plugin cannot serialize: nothing to do
+    tpr_status_free(s);
+    return;
+  }
+  entry_header_t h = {ENTRY_MAGIC, ENTRY_VERSION, {key[0], key[1]},
+                      size, fnv1a(data, size, 0xcbf29ce484222325ull)};
+  char path[4200], tmp[4300];
+  entry_path(key, path, sizeof path);
+  snprintf(tmp, sizeof tmp, "%s.%d.%lx.tmp", path, (int)getpid(),
+           (unsigned long)time(NULL));
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  bool ok = fd >= 0 && write_all(fd, &h, sizeof h) == 0 &&
+            write_all(fd, data, size) == 0;
+  if (fd >= 0) ok = (close(fd) == 0) && ok;
+  tpr_free(data);
+  if (!ok || rename(tmp, path) != 0) {
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", cache_dir);
+    unlink(tmp);
+    warn_and_disable("cannot write an entry", dir);
+    return;
+  }
+  dstats.writes++;
+  evict_if_needed((int64_t)(sizeof h + size));
+}
+
+void tpr_disk_cache_configure(const char* root, int64_t max_size_bytes) {
+  tpr_eager_lock();
+  configure_locked(root, max_size_bytes);
+  tpr_eager_unlock();
+}
+
+void tpr_disk_cache_get_stats(tpr_disk_cache_stats_t* out) {
+  tpr_eager_lock();
+  *out = dstats;
+  out->disabled = !cache_dir[0];
+  tpr_eager_unlock();
+}
+
+void tpr_disk_cache_reset_stats(void) {
+  tpr_eager_lock();
+  bool disabled = dstats.disabled;
+  memset(&dstats, 0, sizeof dstats);
+  dstats.disabled = disabled;
+  tpr_eager_unlock();
+}
+
+const char* tpr_disk_cache_dir(void) { return cache_dir; }
