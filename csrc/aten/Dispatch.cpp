@@ -356,10 +356,37 @@ bool put_ivalue(std::string& k, const c10::IValue& v) {
   return true;
 }
 
+// native_layer_norm's meta kernel is written in Python (torch._refs), and
+// its first call imports a large part of torch._refs and torch._prims
+// (about a second). Its result metadata is simple: the output has the
+// input's shape; mean and rstd keep the leading dims with the normalized
+// ones set to 1, in float32 for half-precision inputs (as PyTorch's meta).
+std::shared_ptr<const MetaResult> layer_norm_meta(const torch::jit::Stack& args) {
+  if (args.size() < 2 || !args[0].isTensor() || !args[1].isIntList()) return nullptr;
+  const at::Tensor& in = args[0].toTensor();
+  auto normalized = args[1].toIntVector();
+  int64_t axis = in.dim() - static_cast<int64_t>(normalized.size());
+  if (axis < 0) return nullptr;  // let PyTorch's meta raise its error
+  for (size_t i = 0; i < normalized.size(); i++)
+    if (in.size(axis + static_cast<int64_t>(i)) != normalized[i]) return nullptr;
+  std::vector<int64_t> stat = in.sizes().vec();
+  for (int64_t i = axis; i < in.dim(); i++) stat[i] = 1;
+  auto st = in.scalar_type();
+  auto acc = (st == at::kHalf || st == at::kBFloat16) ? at::kFloat : st;
+  auto opts = in.options().device(c10::kMeta);
+  auto r = std::make_shared<MetaResult>();
+  r->args = args;
+  r->returns = {at::empty(in.sizes(), opts), at::empty(stat, opts.dtype(acc)),
+                at::empty(stat, opts.dtype(acc))};
+  return r;
+}
+
 std::shared_ptr<const MetaResult> run_meta(const c10::OperatorHandle& op,
                                            const torch::jit::Stack& args,
                                            size_t nargs) {
   const auto& schema = op.schema();
+  if (schema.name() == "aten::native_layer_norm" && schema.overload_name().empty())
+    if (auto r = layer_norm_meta(args)) return r;
   torch::jit::Stack meta;
   meta.reserve(nargs);
   for (size_t i = 0; i < nargs; i++) {
