@@ -129,6 +129,23 @@ static tpr_status_t lower_nan_to_num(lw_ctx_t* ctx) {
   return lw_ret(ctx, lw_sel(G, lw_cmpk(G, TPR_CMP_EQ, x, -INFINITY), ninf, x));
 }
 
+// hypot(a, b) = M sqrt(1 + (m / M)^2), M = max(|a|, |b|), m the other;
+// inf if either is inf (even with a NaN), as std::hypot.
+static tpr_status_t lower_hypot(lw_ctx_t* ctx) {
+  tpr_dtype_t cd = lw_opmath(OUT->dtype);
+  TPR_RETURN_IF_ERROR(need_float(ctx, cd));
+  tpr_value_t a = lw_un(G, TPR_UNARY_ABS, lw_in(ctx, 0, cd, OUT));
+  tpr_value_t b = lw_un(G, TPR_UNARY_ABS, lw_in(ctx, 1, cd, OUT));
+  tpr_value_t hi = lw_max(G, a, b), lo = lw_min(G, a, b);
+  tpr_value_t safe = lw_sel(G, lw_cmpk(G, TPR_CMP_EQ, hi, 0), lw_k(G, hi, 1), hi);
+  tpr_value_t q = lw_div(G, lo, safe);
+  tpr_value_t r = lw_mul(G, hi, lw_un(G, TPR_UNARY_SQRT,
+                                      lw_add(G, lw_k(G, q, 1), lw_mul(G, q, q))));
+  tpr_value_t inf = tpr_binary(G, TPR_BINARY_OR, lw_cmpk(G, TPR_CMP_EQ, a, INFINITY),
+                               lw_cmpk(G, TPR_CMP_EQ, b, INFINITY));
+  return lw_ret(ctx, lw_sel(G, inf, lw_k(G, r, INFINITY), r));
+}
+
 //===--- log-sum forms -----------------------------------------------------===//
 
 // logaddexp(a, b) = max + log1p(exp(-|a - b|)); equal infinities give a.
@@ -281,7 +298,48 @@ static tpr_status_t lower_i0e(lw_ctx_t* ctx) { return bessel_i(ctx, 1); }
 static tpr_status_t lower_i1(lw_ctx_t* ctx) { return bessel_i(ctx, 2); }
 static tpr_status_t lower_i1e(lw_ctx_t* ctx) { return bessel_i(ctx, 3); }
 
-// polygamma(int n, self): digamma for n = 0, chlo.polygamma otherwise.
+// Terms of the Hurwitz zeta summed by hand before chlo.zeta takes over:
+// chlo.zeta is accurate for q > 0 only, so negative q is shifted up by
+// zeta(s, q) = sum_{k<m} (q + k)^-s + zeta(s, q + m), m = ceil(1 - q).
+// Arguments below 1 - kZetaShift give NaN rather than a wrong value.
+enum { kZetaShift = 48 };
+
+static tpr_value_t zeta_any_q(tpr_graph_t* g, tpr_value_t s, tpr_value_t q) {
+  tpr_value_t m = lw_max(g, lw_un(g, TPR_UNARY_CEIL, lw_sub(g, lw_k(g, q, 1), q)),
+                         lw_k(g, q, 0));
+  tpr_value_t sum = lw_k(g, q, 0);
+  for (int k = 0; k < kZetaShift; k++) {
+    tpr_value_t qk = lw_add(g, q, lw_k(g, q, k));
+    tpr_value_t t = tpr_binary(g, TPR_BINARY_POW, qk, lw_un(g, TPR_UNARY_NEG, s));
+    sum = lw_add(g, sum, lw_sel(g, lw_cmpk(g, TPR_CMP_GT, m, k), t, lw_k(g, t, 0)));
+  }
+  tpr_value_t r = lw_add(g, sum, tpr_binary(g, TPR_BINARY_ZETA, s, lw_add(g, q, m)));
+  return lw_sel(g, lw_cmpk(g, TPR_CMP_GT, m, kZetaShift), lw_k(g, q, NAN), r);
+}
+
+// trigamma as PyTorch's CPU kernel: reflection below 1/2, six recurrence
+// steps, then the asymptotic series.
+static tpr_value_t trigamma_of(tpr_graph_t* g, tpr_value_t x) {
+  const double pi = 3.14159265358979323846;
+  tpr_value_t refl = lw_cmpk(g, TPR_CMP_LT, x, 0.5);
+  tpr_value_t sp = lw_un(g, TPR_UNARY_SIN, lw_mul(g, x, lw_k(g, x, pi)));
+  tpr_value_t r = lw_sel(g, refl, lw_div(g, lw_k(g, x, -pi * pi), lw_mul(g, sp, sp)),
+                         lw_k(g, x, 0));
+  x = lw_sel(g, refl, lw_sub(g, lw_k(g, x, 1), x), x);
+  for (int i = 0; i < 6; i++) {
+    r = lw_add(g, r, lw_div(g, lw_k(g, x, 1), lw_mul(g, x, x)));
+    x = lw_add(g, x, lw_k(g, x, 1));
+  }
+  tpr_value_t ixx = lw_div(g, lw_k(g, x, 1), lw_mul(g, x, x));
+  tpr_value_t p = lw_sub(g, lw_k(g, x, 1.0 / 30), lw_mul(g, ixx, lw_k(g, x, 1.0 / 42)));
+  p = lw_sub(g, lw_k(g, x, 1.0 / 6), lw_mul(g, ixx, p));
+  p = lw_add(g, lw_add(g, lw_k(g, x, 1), lw_div(g, lw_k(g, x, 0.5), x)), lw_mul(g, ixx, p));
+  r = lw_add(g, r, lw_div(g, p, x));
+  return lw_sel(g, refl, lw_un(g, TPR_UNARY_NEG, r), r);
+}
+
+// polygamma(int n, self): digamma (n = 0), trigamma (n = 1), else
+// (-1)^(n+1) n! zeta(n + 1, x), as PyTorch's CPU kernel.
 static tpr_status_t lower_polygamma(lw_ctx_t* ctx) {
   tpr_dtype_t cd = lw_opmath(OUT->dtype);
   TPR_RETURN_IF_ERROR(need_float(ctx, cd));
@@ -290,7 +348,10 @@ static tpr_status_t lower_polygamma(lw_ctx_t* ctx) {
     return lw_fail(ctx, TPR_INVALID_ARGUMENT, "polygamma: n must be >= 0");
   tpr_value_t x = lw_in(ctx, 1, cd, OUT);
   if (n == 0) return lw_ret(ctx, lw_un(G, TPR_UNARY_DIGAMMA, x));
-  return lw_ret(ctx, tpr_binary(G, TPR_BINARY_POLYGAMMA, lw_k(G, x, (double)n), x));
+  if (n == 1) return lw_ret(ctx, trigamma_of(G, x));
+  double f = (n % 2 ? 1.0 : -1.0) * exp(lgamma((double)n + 1.0));
+  tpr_value_t z = zeta_any_q(G, lw_k(G, x, (double)n + 1), x);
+  return lw_ret(ctx, lw_mul(G, z, lw_k(G, x, f)));
 }
 
 // special_zeta(self, other): Hurwitz zeta(x, q).
@@ -467,7 +528,7 @@ LW_DEFINE_TABLE(special,
     LW_RULE("copysign_.Scalar", lower_copysign),
     LW_RULE("copysign.Scalar_out", lower_copysign),
     FO("signbit", lower_signbit), FIO("heaviside", lower_heaviside),
-    FIO("nextafter", lower_nextafter),
+    FIO("nextafter", lower_nextafter), FIO("hypot", lower_hypot),
     LW_RULE("frexp.Tensor", lower_frexp), LW_RULE("frexp.Tensor_out", lower_frexp),
     FIO("nan_to_num", lower_nan_to_num),
     FO("logaddexp", lower_logaddexp), FO("logaddexp2", lower_logaddexp2),
