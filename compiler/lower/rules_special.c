@@ -450,7 +450,9 @@ static tpr_status_t lower_sgn(lw_ctx_t* ctx) {
   if (!complex_arg(ctx, 0)) {
     tpr_value_t x = lw_in(ctx, 0, OUT->dtype, OUT);
     if (OUT->dtype == TPR_DTYPE_BOOL) return lw_ret(ctx, x);
-    return lw_ret(ctx, lw_un(G, TPR_UNARY_SIGN, x));
+    tpr_value_t sg = lw_un(G, TPR_UNARY_SIGN, x);
+    if (!tpr_dtype_is_float(OUT->dtype)) return lw_ret(ctx, sg);
+    return lw_ret(ctx, lw_sel(G, lw_isnan(G, x), lw_k(G, x, 0), sg));  // as CPU
   }
   tpr_value_t z = lw_in(ctx, 0, OUT->dtype, OUT);
   tpr_value_t a = lw_un(G, TPR_UNARY_ABS, z);
