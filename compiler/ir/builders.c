@@ -385,6 +385,7 @@ static const unsigned char kUnaryKinds[TPR_UNARY_COUNT_] = {
     [TPR_UNARY_ATAN] = K_F | K_C, [TPR_UNARY_SINH] = K_F | K_C,
     [TPR_UNARY_COSH] = K_F | K_C, [TPR_UNARY_ASINH] = K_F | K_C,
     [TPR_UNARY_ACOSH] = K_F | K_C, [TPR_UNARY_ATANH] = K_F | K_C,
+    [TPR_UNARY_BESSEL_I1E] = K_F,
 };
 
 static const unsigned char kBinaryKinds[TPR_BINARY_COUNT_] = {
@@ -396,6 +397,8 @@ static const unsigned char kBinaryKinds[TPR_BINARY_COUNT_] = {
     [TPR_BINARY_OR] = K_I | K_B, [TPR_BINARY_XOR] = K_I | K_B,
     [TPR_BINARY_SHIFT_LEFT] = K_I, [TPR_BINARY_SHIFT_RIGHT_ARITHMETIC] = K_I,
     [TPR_BINARY_SHIFT_RIGHT_LOGICAL] = K_I, [TPR_BINARY_NEXTAFTER] = K_F,
+    [TPR_BINARY_POLYGAMMA] = K_F, [TPR_BINARY_ZETA] = K_F,
+    [TPR_BINARY_COMPLEX] = K_F,
 };
 
 static bool is_f8(tpr_dtype_t d) {
@@ -457,7 +460,23 @@ tpr_value_t tpr_binary(tpr_graph_t* g, tpr_binary_op_t op, tpr_value_t a,
                           "tpr_binary: nextafter on %s is not supported",
                           fmt(ta, b));
   }
+  if (is_f8(ta->dtype) && op >= TPR_BINARY_POLYGAMMA) {
+    // Like the chlo unaries: no f8 lowering, compute in f32.
+    tpr_dtype_t d = ta->dtype;
+    tpr_value_t r = tpr_binary(g, op, tpr_convert(g, a, TPR_DTYPE_F32),
+                               tpr_convert(g, b_, TPR_DTYPE_F32));
+    return op == TPR_BINARY_COMPLEX ? r : tpr_convert(g, r, d);
+  }
   tpr_value_t ops[2] = {a, b_};
+  if (op == TPR_BINARY_COMPLEX) {
+    // stablehlo.complex takes f32/f64 parts; narrower floats widen to f32.
+    if (ta->dtype != TPR_DTYPE_F32 && ta->dtype != TPR_DTYPE_F64)
+      return tpr_binary(g, op, tpr_convert(g, a, TPR_DTYPE_F32),
+                        tpr_convert(g, b_, TPR_DTYPE_F32));
+    tpr_type_t ct = *ta;
+    ct.dtype = ta->dtype == TPR_DTYPE_F64 ? TPR_DTYPE_C128 : TPR_DTYPE_C64;
+    return add1(g, TPR_OP_BINARY, op, ops, 2, NULL, 0, ct);
+  }
   tpr_value_t r = add1(g, TPR_OP_BINARY, op, ops, 2, NULL, 0, *ta);
   if ((op == TPR_BINARY_MAX || op == TPR_BINARY_MIN) &&
       tpr_dtype_is_float(ta->dtype)) {

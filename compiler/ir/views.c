@@ -178,6 +178,44 @@ static tpr_value_t zero_of(tpr_graph_t* g, tpr_dtype_t d) {
   return tpr_constant_i64(g, d, 0);
 }
 
+// True when |a| and |b| are a complex dtype and its part type (c64/f32,
+// c128/f64): a storage of one can be viewed as the other (view_as_real,
+// view_as_complex), each complex element being two adjacent parts.
+static bool complex_pair(tpr_dtype_t a, tpr_dtype_t b) {
+  return (a == TPR_DTYPE_C64 && b == TPR_DTYPE_F32) ||
+         (a == TPR_DTYPE_F32 && b == TPR_DTYPE_C64) ||
+         (a == TPR_DTYPE_C128 && b == TPR_DTYPE_F64) ||
+         (a == TPR_DTYPE_F64 && b == TPR_DTYPE_C128);
+}
+
+// The rank-1 |base| reinterpreted as |dtype| (see complex_pair): XLA cannot
+// bitcast between complex and real types, so complex -> parts interleaves
+// real and imag, parts -> complex pairs them with stablehlo.complex. Exact.
+static tpr_value_t reinterpret_complex(tpr_graph_t* g, tpr_value_t base,
+                                       tpr_dtype_t dtype) {
+  const tpr_type_t* bt = tpr_value_type(g, base);
+  int64_t n = bt->dims[0];
+  if (tpr_dtype_is_complex(bt->dtype)) {
+    int64_t col[2] = {n, 1}, flat = 2 * n;
+    tpr_value_t parts[2] = {
+        tpr_reshape(g, tpr_unary(g, TPR_UNARY_REAL, base), 2, col),
+        tpr_reshape(g, tpr_unary(g, TPR_UNARY_IMAG, base), 2, col)};
+    return tpr_reshape(g, tpr_concatenate(g, parts, 2, 1), 1, &flat);
+  }
+  if (n % 2)
+    return tpr_graph_fail(g, TPR_INVALID_ARGUMENT,
+                          "tpr_view_read: a %s storage of %lld elements has "
+                          "no %s view (odd count)",
+                          tpr_dtype_name(bt->dtype), (long long)n,
+                          tpr_dtype_name(dtype));
+  int64_t pairs[2] = {n / 2, 2}, half = n / 2;
+  tpr_value_t x = tpr_reshape(g, base, 2, pairs);
+  int64_t s0[2] = {0, 0}, l0[2] = {half, 1}, s1[2] = {0, 1}, l1[2] = {half, 2};
+  tpr_value_t re = tpr_reshape(g, tpr_slice(g, x, s0, l0, NULL), 1, &half);
+  tpr_value_t im = tpr_reshape(g, tpr_slice(g, x, s1, l1, NULL), 1, &half);
+  return tpr_binary(g, TPR_BINARY_COMPLEX, re, im);
+}
+
 tpr_value_t tpr_view_read(tpr_graph_t* g, tpr_value_t base, tpr_dtype_t dtype,
                           int rank, const int64_t* sizes,
                           const int64_t* strides, int64_t offset) {
@@ -195,6 +233,12 @@ tpr_value_t tpr_view_read(tpr_graph_t* g, tpr_value_t base, tpr_dtype_t dtype,
   if (!tpr_dtype_is_valid(dtype))
     return tpr_graph_fail(g, TPR_INVALID_ARGUMENT, "%s: invalid dtype %d", who,
                           (int)dtype);
+  if (complex_pair(bd, dtype) && tpr_dtype_size(dtype) != tpr_dtype_size(bd)) {
+    base = reinterpret_complex(g, base, dtype);
+    if (!tpr_graph_ok(g)) return TPR_VALUE_NONE;
+    bd = dtype;
+    n = tpr_value_type(g, base)->dims[0];
+  }
   if (dtype != bd && tpr_dtype_size(dtype) != tpr_dtype_size(bd))
     return tpr_graph_fail(g, TPR_UNIMPLEMENTED,
                           "%s: reading %s storage %s as %s (different element "
@@ -300,6 +344,14 @@ tpr_value_t tpr_view_write(tpr_graph_t* g, tpr_value_t base, int rank,
                           "%s: value %s does not have the window shape (rank "
                           "%d)",
                           who, tpr_type_format(vt, b, sizeof b), rank);
+  if (complex_pair(bd, vt->dtype) &&
+      tpr_dtype_size(vt->dtype) != tpr_dtype_size(bd)) {
+    // Write through the other view of the storage, then turn it back.
+    tpr_value_t other = reinterpret_complex(g, base, vt->dtype);
+    if (!tpr_graph_ok(g)) return TPR_VALUE_NONE;
+    other = tpr_view_write(g, other, rank, sizes, strides, offset, value);
+    return reinterpret_complex(g, other, bd);
+  }
   if (vt->dtype != bd && tpr_dtype_size(vt->dtype) != tpr_dtype_size(bd))
     return tpr_graph_fail(g, TPR_UNIMPLEMENTED,
                           "%s: writing %s into %s storage %s (different "

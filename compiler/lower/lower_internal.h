@@ -54,6 +54,10 @@ LW_DECLARE_TABLE(sample);
 LW_DECLARE_TABLE(conv);
 LW_DECLARE_TABLE(pool);
 LW_DECLARE_TABLE(norm);
+// special functions, complex numbers, FFT (rules_special.c, rules_fft.c)
+LW_DECLARE_TABLE(special);
+LW_DECLARE_TABLE(fft);
+LW_DECLARE_TABLE(random_more);  // rules_random.c
 
 
 #define LW_DEFINE_TABLE(group, ...)                                  \

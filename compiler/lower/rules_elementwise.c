@@ -93,6 +93,8 @@ static tpr_status_t lower_neg(lw_ctx_t* ctx) {
 
 static tpr_status_t lower_abs(lw_ctx_t* ctx) {
   const tpr_type_t* t = lw_arg_type(ctx, 0);
+  if (t && tpr_dtype_is_complex(t->dtype) && tpr_dtype_is_float(OUT->dtype))
+    return lw_ret(ctx, lw_un(G, TPR_UNARY_ABS, lw_value(ctx, 0)));  // |z|
   if (is_complex_out(ctx) || (t && tpr_dtype_is_complex(t->dtype)))
     return no_complex(ctx);
   tpr_value_t x = lw_in(ctx, 0, OUT->dtype, OUT);

@@ -262,3 +262,51 @@ LW_DEFINE_TABLE(random,
     LW_RULE("random.from_out", lower_random),
     LW_RULE("native_dropout", lower_native_dropout),
     LW_RULE("native_dropout.out", lower_native_dropout));
+
+//===--- more distributions (cauchy_, log_normal_, geometric_) -------------===//
+
+// cauchy_(self, median=0, sigma=1): median + sigma tan(pi (u - 1/2)).
+static tpr_status_t lower_cauchy(lw_ctx_t* ctx) {
+  TPR_RETURN_IF_ERROR(float_out(ctx));
+  tpr_value_t st;
+  TPR_RETURN_IF_ERROR(need_state(ctx, &st));
+  tpr_dtype_t acc;
+  tpr_value_t u = uniform01(ctx, st, OUT, OUT->dtype, &acc);
+  tpr_value_t t = lw_un(G, TPR_UNARY_TAN, lw_mul(G, lw_sub(G, u, lw_k(G, u, 0.5)),
+                                                 lw_k(G, u, 3.14159265358979323846)));
+  return lw_ret(ctx, lw_add(G, lw_mul(G, t, param(ctx, 2, u, 1)), param(ctx, 1, u, 0)));
+}
+
+// log_normal_(self, mean=1, std=2): exp(mean + std z).
+static tpr_status_t lower_log_normal(lw_ctx_t* ctx) {
+  TPR_RETURN_IF_ERROR(float_out(ctx));
+  tpr_value_t st;
+  TPR_RETURN_IF_ERROR(need_state(ctx, &st));
+  tpr_value_t z = std_normal(ctx, st);
+  tpr_value_t y = lw_add(G, lw_mul(G, z, param(ctx, 2, z, 2)), param(ctx, 1, z, 1));
+  return lw_ret(ctx, lw_un(G, TPR_UNARY_EXP, y));
+}
+
+// geometric_(self, p): ceil(log(u) / log1p(-p)) with u in (0, 1], the
+// number of trials up to the first success.
+static tpr_status_t lower_geometric(lw_ctx_t* ctx) {
+  tpr_value_t st;
+  TPR_RETURN_IF_ERROR(need_state(ctx, &st));
+  tpr_dtype_t acc;
+  tpr_dtype_t wide = OUT->dtype == TPR_DTYPE_F64 ? TPR_DTYPE_F64 : TPR_DTYPE_F32;
+  tpr_value_t u = uniform01(ctx, st, OUT, wide, &acc);
+  u = lw_sub(G, lw_k(G, u, 1), u);  // (0, 1]
+  tpr_value_t p = param(ctx, 1, u, 0.5);
+  tpr_value_t k = lw_un(G, TPR_UNARY_CEIL,
+                        lw_div(G, lw_un(G, TPR_UNARY_LOG, u),
+                               lw_un(G, TPR_UNARY_LOG1P, lw_un(G, TPR_UNARY_NEG, p))));
+  return lw_ret(ctx, lw_max(G, k, lw_k(G, k, 1)));
+}
+
+LW_DEFINE_TABLE(random_more,
+    LW_RULE("cauchy_", lower_cauchy), LW_RULE("cauchy", lower_cauchy),
+    LW_RULE("cauchy.out", lower_cauchy),
+    LW_RULE("log_normal_", lower_log_normal), LW_RULE("log_normal", lower_log_normal),
+    LW_RULE("log_normal.out", lower_log_normal),
+    LW_RULE("geometric_", lower_geometric), LW_RULE("geometric", lower_geometric),
+    LW_RULE("geometric.out", lower_geometric));

@@ -33,7 +33,9 @@ static tpr_status_t sum_like(lw_ctx_t* ctx, int dim_arg, tpr_reduce_op_t op,
   int64_t dims[TPR_MAX_RANK];
   int n = 0;
   TPR_RETURN_IF_ERROR(prep(ctx, dim_arg, false, &t, dims, &n));
-  TPR_RETURN_IF_ERROR(check_real(ctx, t));
+  // Complex sums and means reduce like reals (XLA adds complex values).
+  if (!(op == TPR_REDUCE_SUM && tpr_dtype_is_complex(OUT->dtype)))
+    TPR_RETURN_IF_ERROR(check_real(ctx, t));
   tpr_dtype_t acc = lw_opmath(OUT->dtype);
   if (acc == TPR_DTYPE_BOOL) acc = TPR_DTYPE_S64;
   int64_t count = lw_reduced_numel(t, dims, n);

@@ -29,6 +29,9 @@ static const group_t kGroups[] = {
     {lw_rules_conv, &lw_rules_conv_count},
     {lw_rules_pool, &lw_rules_pool_count},
     {lw_rules_norm, &lw_rules_norm_count},
+    {lw_rules_special, &lw_rules_special_count},
+    {lw_rules_fft, &lw_rules_fft_count},
+    {lw_rules_random_more, &lw_rules_random_more_count},
 };
 
 // Large enough for every group; checked when the table is built.

@@ -239,8 +239,9 @@ static const char* const kUnaryNames[TPR_UNARY_COUNT_] = {
     [TPR_UNARY_ASINH] = "chlo.asinh",
     [TPR_UNARY_ACOSH] = "chlo.acosh",
     [TPR_UNARY_ATANH] = "chlo.atanh",
+    [TPR_UNARY_BESSEL_I1E] = "chlo.bessel_i1e",
 };
-_Static_assert(TPR_UNARY_COUNT_ == 38, "update kUnaryNames");
+_Static_assert(TPR_UNARY_COUNT_ == 39, "update kUnaryNames");
 
 static const char* const kBinaryNames[TPR_BINARY_COUNT_] = {
     [TPR_BINARY_ADD] = "stablehlo.add",
@@ -259,8 +260,11 @@ static const char* const kBinaryNames[TPR_BINARY_COUNT_] = {
     [TPR_BINARY_SHIFT_RIGHT_ARITHMETIC] = "stablehlo.shift_right_arithmetic",
     [TPR_BINARY_SHIFT_RIGHT_LOGICAL] = "stablehlo.shift_right_logical",
     [TPR_BINARY_NEXTAFTER] = "chlo.next_after",
+    [TPR_BINARY_POLYGAMMA] = "chlo.polygamma",
+    [TPR_BINARY_ZETA] = "chlo.zeta",
+    [TPR_BINARY_COMPLEX] = "stablehlo.complex",
 };
-_Static_assert(TPR_BINARY_COUNT_ == 16, "update kBinaryNames");
+_Static_assert(TPR_BINARY_COUNT_ == 19, "update kBinaryNames");
 
 static const char* const kDirNames[] = {"EQ", "NE", "LT", "LE", "GT", "GE"};
 

@@ -174,6 +174,7 @@ typedef enum tpr_unary_op_e {
   TPR_UNARY_DIGAMMA, TPR_UNARY_ASIN, TPR_UNARY_ACOS, TPR_UNARY_ATAN,
   TPR_UNARY_SINH, TPR_UNARY_COSH, TPR_UNARY_ASINH, TPR_UNARY_ACOSH,
   TPR_UNARY_ATANH,
+  TPR_UNARY_BESSEL_I1E,  // chlo: exp(-|x|) I1(x)
   TPR_UNARY_COUNT_
 } tpr_unary_op_t;
 
@@ -184,6 +185,9 @@ typedef enum tpr_binary_op_e {
   TPR_BINARY_SHIFT_LEFT, TPR_BINARY_SHIFT_RIGHT_ARITHMETIC,
   TPR_BINARY_SHIFT_RIGHT_LOGICAL,
   TPR_BINARY_NEXTAFTER,  // chlo
+  TPR_BINARY_POLYGAMMA,  // chlo: polygamma(n, x), n a float of x's type
+  TPR_BINARY_ZETA,       // chlo: Hurwitz zeta(x, q)
+  TPR_BINARY_COMPLEX,    // f32/f64 (re, im) -> c64/c128
   TPR_BINARY_COUNT_
 } tpr_binary_op_t;
 
@@ -194,7 +198,8 @@ typedef enum tpr_compare_dir_e {
 // Result type = operand type (IS_FINITE: bool; REAL/IMAG, and ABS of a
 // complex: the float part).
 tpr_value_t tpr_unary(tpr_graph_t* graph, tpr_unary_op_t op, tpr_value_t v);
-// Operands must have equal types; result has that type.
+// Operands must have equal types; result has that type (COMPLEX: the
+// complex type with that part type).
 tpr_value_t tpr_binary(tpr_graph_t* graph, tpr_binary_op_t op, tpr_value_t a,
                        tpr_value_t b);
 // Equal operand types; result bool of the same shape. Floats compare with
@@ -363,7 +368,9 @@ tpr_value_t tpr_reduce_window(tpr_graph_t* graph, tpr_value_t v,
 
 // The window (sizes, strides, offset in elements) of the rank-1 |base| as a
 // dense value of shape |sizes|. |dtype| may differ from base's if the sizes
-// match (bitcast); else UNIMPLEMENTED. A window reaching outside the base is
+// match (bitcast) or if one is complex and the other its part type (a
+// complex element is two adjacent parts: view_as_real / view_as_complex);
+// else UNIMPLEMENTED. A window reaching outside the base is
 // INVALID_ARGUMENT. The whole base read as itself returns |base|.
 tpr_value_t tpr_view_read(tpr_graph_t* graph, tpr_value_t base,
                           tpr_dtype_t dtype, int rank, const int64_t* sizes,
