@@ -54,6 +54,8 @@ LW_DECLARE_TABLE(sample);
 LW_DECLARE_TABLE(conv);
 LW_DECLARE_TABLE(pool);
 LW_DECLARE_TABLE(norm);
+// assorted NN and tensor ops (rules_misc.c)
+LW_DECLARE_TABLE(misc);
 
 
 #define LW_DEFINE_TABLE(group, ...)                                  \
