@@ -150,7 +150,14 @@ static tpr_status_t scatter(lw_ctx_t* ctx, bool add) {
     st.dtype = OUT->dtype;
     src = tpr_broadcast_to(G, src, st.rank, st.dims);
   }
-  return lw_ret(ctx, tpr_scatter_along(G, x, dim, lw_value(ctx, 2), src, add));
+  tpr_value_t idx = lw_value(ctx, 2);
+  if (t->rank == 0) {  // 0-d self, index and src as 1-element vectors
+    int64_t one = 1;
+    x = tpr_reshape(G, x, 1, &one);
+    idx = tpr_reshape(G, idx, 1, &one);
+    src = tpr_reshape(G, src, 1, &one);
+  }
+  return lw_ret(ctx, tpr_scatter_along(G, x, dim, idx, src, add));
 }
 static tpr_status_t lower_scatter(lw_ctx_t* ctx) { return scatter(ctx, false); }
 static tpr_status_t lower_scatter_add(lw_ctx_t* ctx) { return scatter(ctx, true); }

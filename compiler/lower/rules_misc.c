@@ -307,6 +307,34 @@ static tpr_status_t lower_unfold_backward(lw_ctx_t* ctx) {
   return lw_ret(ctx, tpr_transpose(g, res, back));
 }
 
+// max_unpool2d(self, indices, output_size) / max_unpool3d(self, indices,
+// output_size, stride, padding): each input value written at its flat
+// index into the zeroed output plane. Indices are not bounds-checked (XLA
+// drops out-of-range writes; see README).
+static tpr_status_t lower_max_unpool(lw_ctx_t* ctx) {
+  const tpr_type_t* t = lw_arg_type(ctx, 0);
+  const tpr_type_t* it = lw_arg_type(ctx, 1);
+  const tpr_arg_t* os = lw_arg(ctx, 2);
+  if (!t || !it || os->kind != TPR_ARG_INT_LIST || t->rank != OUT->rank ||
+      t->rank < os->count + 1 || tpr_type_numel(t) != tpr_type_numel(it))
+    return lw_fail(ctx, TPR_INVALID_ARGUMENT, "self, indices and output_size do not fit");
+  int ns = os->count, lead = t->rank - ns;
+  tpr_type_t src = tpr_type_scalar(OUT->dtype), dst;
+  for (int i = 0; i < lead; i++) src.dims[src.rank++] = t->dims[i];
+  dst = src;
+  int64_t in_plane = 1, out_plane = 1;  // spatial element counts
+  for (int i = lead; i < t->rank; i++) in_plane *= t->dims[i], out_plane *= OUT->dims[i];
+  src.dims[src.rank++] = in_plane;
+  dst.dims[dst.rank++] = out_plane;
+  tpr_value_t v = lw_reshape_to(G, lw_cast(G, lw_value(ctx, 0), OUT->dtype), &src);
+  tpr_type_t ix = src;
+  ix.dtype = TPR_DTYPE_S64;
+  tpr_value_t idx = lw_reshape_to(G, lw_cast(G, lw_value(ctx, 1), TPR_DTYPE_S64), &ix);
+  if (tpr_type_numel(&src) == 0) return lw_ret(ctx, lw_full(G, 0, OUT->dtype, OUT));
+  tpr_value_t r = tpr_scatter_along(G, lw_full(G, 0, OUT->dtype, &dst), lead, idx, v, false);
+  return lw_ret(ctx, r);
+}
+
 // _efficientzerotensor(size, dtype, ...): a plain zero tensor (sgn's and
 // other gradients that are known to be zero).
 static tpr_status_t lower_zero_tensor(lw_ctx_t* ctx) {
@@ -342,6 +370,8 @@ LW_DEFINE_TABLE(misc,
     FIO("renorm", lower_renorm),
     LW_RULE("unfold_backward", lower_unfold_backward),
     LW_RULE("unfold_backward.out", lower_unfold_backward),
+    LW_RULE("max_unpool2d", lower_max_unpool), LW_RULE("max_unpool2d.out", lower_max_unpool),
+    LW_RULE("max_unpool3d", lower_max_unpool), LW_RULE("max_unpool3d.out", lower_max_unpool),
     LW_RULE("_efficientzerotensor", lower_zero_tensor),
     LW_RULE("_efficientzerotensor.out", lower_zero_tensor),
 );

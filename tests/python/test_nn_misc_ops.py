@@ -158,6 +158,13 @@ def test_batch_norm_with_update(dtype):
     close(drv, rv, dtype)
 
 
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_max_unpool2d(dtype):
+    x = randn((2, 3, 6, 8), dtype, 8)
+    y, idx = F.max_pool2d(x, 2, return_indices=True)
+    close(F.max_unpool2d(y.to("tpu"), idx.to("tpu"), 2), F.max_unpool2d(y, idx, 2), dtype)
+
+
 def test_sparse_is_unsupported():
     with pytest.raises(NotImplementedError, match="sparse"):
         torch.ones(2, 2, device="tpu").to_sparse()
