@@ -58,6 +58,8 @@ LW_DECLARE_TABLE(norm);
 LW_DECLARE_TABLE(special);
 LW_DECLARE_TABLE(fft);
 LW_DECLARE_TABLE(random_more);  // rules_random.c
+// assorted NN and tensor ops (rules_misc.c)
+LW_DECLARE_TABLE(misc);
 
 
 #define LW_DEFINE_TABLE(group, ...)                                  \

@@ -116,7 +116,16 @@ static tpr_status_t lower_gather(lw_ctx_t* ctx) {
     return lw_fail(ctx, TPR_INVALID_ARGUMENT, "needs self and index");
   int64_t dim;
   TPR_RETURN_IF_ERROR(dim_arg(ctx, t, 1, &dim));
-  return lw_ret(ctx, tpr_gather_along(G, lw_value(ctx, 0), dim, lw_value(ctx, 2)));
+  // An empty index gives an empty result whatever its rank (PyTorch skips
+  // the shape check then).
+  if (tpr_type_numel(OUT) == 0) return lw_ret(ctx, lw_full(G, 0, OUT->dtype, OUT));
+  tpr_value_t x = lw_value(ctx, 0), idx = lw_value(ctx, 2);
+  if (t->rank == 0) {  // a 0-d self (and index) read as 1-element vectors
+    int64_t one = 1;
+    x = tpr_reshape(G, x, 1, &one);
+    idx = tpr_reshape(G, idx, 1, &one);
+  }
+  return lw_ret(ctx, tpr_gather_along(G, x, dim, idx));
 }
 
 // scatter.src/.value/.reduce/.value_reduce(self, dim, index, src|value,
@@ -134,19 +143,28 @@ static tpr_status_t scatter(lw_ctx_t* ctx, bool add) {
   int64_t dim;
   TPR_RETURN_IF_ERROR(dim_arg(ctx, t, 1, &dim));
   tpr_value_t x = lw_cast(G, lw_value(ctx, 0), OUT->dtype);
+  if (tpr_type_numel(it) == 0) return lw_ret(ctx, x);  // nothing scattered
   tpr_value_t src = lw_cast(G, lw_value(ctx, 3), OUT->dtype);
   if (lw_arg(ctx, 3)->is_scalar || lw_type(ctx, src)->rank == 0) {
     tpr_type_t st = *it;
     st.dtype = OUT->dtype;
     src = tpr_broadcast_to(G, src, st.rank, st.dims);
   }
-  return lw_ret(ctx, tpr_scatter_along(G, x, dim, lw_value(ctx, 2), src, add));
+  tpr_value_t idx = lw_value(ctx, 2);
+  if (t->rank == 0) {  // 0-d self, index and src as 1-element vectors
+    int64_t one = 1;
+    x = tpr_reshape(G, x, 1, &one);
+    idx = tpr_reshape(G, idx, 1, &one);
+    src = tpr_reshape(G, src, 1, &one);
+  }
+  return lw_ret(ctx, tpr_scatter_along(G, x, dim, idx, src, add));
 }
 static tpr_status_t lower_scatter(lw_ctx_t* ctx) { return scatter(ctx, false); }
 static tpr_status_t lower_scatter_add(lw_ctx_t* ctx) { return scatter(ctx, true); }
 
-// index_add(self, dim, index, source, *, alpha=1)
-static tpr_status_t lower_index_add(lw_ctx_t* ctx) {
+// index_add(self, dim, index, source, *, alpha=1) and, without |add|,
+// index_copy(self, dim, index, source).
+static tpr_status_t index_scatter(lw_ctx_t* ctx, bool add) {
   const tpr_type_t* t = lw_arg_type(ctx, 0);
   const tpr_type_t* st = lw_arg_type(ctx, 3);
   if (!t || !st || !lw_is_tensor(ctx, 2))
@@ -170,8 +188,10 @@ static tpr_status_t lower_index_add(lw_ctx_t* ctx) {
     int64_t one = 1;
     x = tpr_reshape(g, x, 1, &one);
   }
-  return lw_ret(ctx, tpr_scatter_along(g, x, dim, index, src, true));
+  return lw_ret(ctx, tpr_scatter_along(g, x, dim, index, src, add));
 }
+static tpr_status_t lower_index_add(lw_ctx_t* ctx) { return index_scatter(ctx, true); }
+static tpr_status_t lower_index_copy(lw_ctx_t* ctx) { return index_scatter(ctx, false); }
 
 //===--- advanced indexing ---------------------------------------------------------===//
 
@@ -421,6 +441,8 @@ LW_DEFINE_TABLE(index,
     LW_RULE("scatter_add.out", lower_scatter_add),
     LW_RULE("index_add", lower_index_add), LW_RULE("index_add_", lower_index_add),
     LW_RULE("index_add.out", lower_index_add),
+    LW_RULE("index_copy", lower_index_copy), LW_RULE("index_copy_", lower_index_copy),
+    LW_RULE("index_copy.out", lower_index_copy),
     LW_RULE("index.Tensor", lower_index), LW_RULE("index.Tensor_out", lower_index),
     LW_RULE("_unsafe_index.Tensor", lower_index),
     LW_RULE("index_put", lower_index_put), LW_RULE("index_put_", lower_index_put),

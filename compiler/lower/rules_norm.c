@@ -36,7 +36,10 @@ typedef struct {
   const char* name;
   int rm, rv, training, momentum, eps;
   bool fresh_stats;  // running stats come back as fresh returns 3 and 4
+  bool reserve;      // a 4th (empty) reserve result; running stats at 4, 5
 } bn_layout_t;
+
+#define BN_ALWAYS_TRAINING (-2)
 
 static const bn_layout_t kBn[] = {
     {"aten::native_batch_norm", 3, 4, 5, 6, 7, false},
@@ -44,6 +47,9 @@ static const bn_layout_t kBn[] = {
     {"aten::_native_batch_norm_legit_functional", 3, 4, 5, 6, 7, true},
     {"aten::_native_batch_norm_legit.no_stats", -1, -1, 3, 4, 5, false},
     {"aten::_native_batch_norm_legit_no_training", 3, 4, -1, 5, 6, false},
+    {"aten::_batch_norm_with_update", 3, 4, BN_ALWAYS_TRAINING, 5, 6, false, true},
+    {"aten::_batch_norm_with_update_functional", 3, 4, BN_ALWAYS_TRAINING, 5, 6, true, true},
+    {"aten::_batch_norm_no_update", 3, 4, -1, 5, 6, false, true},
 };
 
 static const bn_layout_t* bn_layout(const char* op) {
@@ -77,11 +83,14 @@ static tpr_status_t lower_batch_norm(lw_ctx_t* ctx) {
   full.dtype = lw_opmath(xt->dtype);
   if (!tpr_dtype_is_float(full.dtype))
     return lw_fail(ctx, TPR_UNIMPLEMENTED, "needs a floating input");
-  bool training = L->training < 0 ? false : lw_bool(ctx, L->training, false);
+  bool training = L->training == BN_ALWAYS_TRAINING ||
+                  (L->training >= 0 && lw_bool(ctx, L->training, false));
   double momentum = lw_double(ctx, L->momentum, 0.1);
   double eps = lw_double(ctx, L->eps, 1e-5);
   tpr_value_t rm = L->rm < 0 ? TPR_VALUE_NONE : opt_value(ctx, L->rm);
   tpr_value_t rv = L->rv < 0 ? TPR_VALUE_NONE : opt_value(ctx, L->rv);
+  // _batch_norm_no_update without running stats normalises by the batch's.
+  if (L->reserve && rm == TPR_VALUE_NONE && rv == TPR_VALUE_NONE) training = true;
   if (!training && (rm == TPR_VALUE_NONE || rv == TPR_VALUE_NONE))
     return lw_fail(ctx, TPR_INVALID_ARGUMENT,
                    "evaluation needs running_mean and running_var");
@@ -117,10 +126,14 @@ static tpr_status_t lower_batch_norm(lw_ctx_t* ctx) {
     else
       lw_set(ctx, i, i == 1 ? mean : invstd);
   }
+  // The reserve buffer (empty: there is nothing to keep for backward).
+  int s0 = L->reserve ? 4 : 3;
+  if (L->reserve && ctx->num_outs > 3)
+    lw_set(ctx, 3, lw_full(g, 0, ctx->out_types[3].dtype, &ctx->out_types[3]));
   // Running stats: momentum update in training, unchanged otherwise.
   tpr_value_t stats[2] = {rm, rv};
-  for (int i = 3; i < 5 && i < ctx->num_outs; i++) {
-    tpr_value_t old = stats[i - 3];
+  for (int i = s0; i < s0 + 2 && i < ctx->num_outs; i++) {
+    tpr_value_t old = stats[i - s0];
     if (old == TPR_VALUE_NONE)
       return lw_fail(ctx, TPR_INTERNAL, "running stats written but absent");
     const tpr_type_t* ot = &ctx->out_types[i];
@@ -128,7 +141,7 @@ static tpr_status_t lower_batch_norm(lw_ctx_t* ctx) {
     if (training) {
       tpr_type_t st = *ot;
       st.dtype = lw_opmath(ot->dtype);
-      tpr_value_t cur = i == 3 ? mean
+      tpr_value_t cur = i == s0 ? mean
                                : lw_mul(g, var, lw_k(g, var, n > 1 ? n / (n - 1) : INFINITY));
       cur = lw_reshape_to(g, lw_cast(g, cur, st.dtype), &st);
       tpr_value_t o = lw_reshape_to(g, lw_cast(g, old, st.dtype), &st);
@@ -322,6 +335,13 @@ LW_DEFINE_TABLE(norm,
     LW_RULE("_native_batch_norm_legit_no_training.out", lower_batch_norm),
     LW_RULE("native_batch_norm_backward", lower_batch_norm_backward),
     LW_RULE("native_batch_norm_backward.out", lower_batch_norm_backward),
+    LW_RULE("_batch_norm_with_update", lower_batch_norm),
+    LW_RULE("_batch_norm_with_update_functional", lower_batch_norm),
+    LW_RULE("_batch_norm_no_update", lower_batch_norm),
+    LW_RULE("_batch_norm_no_update.out", lower_batch_norm),
+    // (grad_out, input, weight, running_mean, running_var, save_mean,
+    // save_var, update, eps, output_mask, reserve): native's layout.
+    LW_RULE("batch_norm_backward", lower_batch_norm_backward),
     LW_RULE("native_group_norm", lower_group_norm),
     LW_RULE("native_group_norm.out", lower_group_norm),
     LW_RULE("native_group_norm_backward", lower_group_norm_backward),

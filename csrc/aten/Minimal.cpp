@@ -252,6 +252,72 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> unique2(
   return {uniq, inverse, counts};
 }
 
+// torch.unique's older entry point (index_fill's backward reaches it).
+std::tuple<at::Tensor, at::Tensor> unique_legacy(const at::Tensor& self, bool sorted,
+                                                 bool return_inverse) {
+  auto r = unique2(self, sorted, return_inverse, false);
+  return {std::get<0>(r), std::get<1>(r)};
+}
+
+// unique_consecutive over the flattened input: mark where values change
+// (no sort), compact.
+std::tuple<at::Tensor, at::Tensor, at::Tensor> unique_consecutive(
+    const at::Tensor& self, bool return_inverse, bool return_counts,
+    std::optional<int64_t> dim) {
+  TORCH_CHECK_NOT_IMPLEMENTED(!dim.has_value() || self.dim() <= 1,
+                              "unique_consecutive with dim is not supported on tpu");
+  at::Tensor flat = self.reshape(-1);
+  auto lopts = self.options().dtype(at::kLong);
+  at::Tensor starts = at::ones({flat.numel()}, self.options().dtype(at::kBool));
+  if (flat.numel() > 1)
+    starts.slice(0, 1).copy_(at::ne(flat.slice(0, 1), flat.slice(0, 0, -1)));
+  at::Tensor uniq = masked_select_sync(flat, starts);
+  at::Tensor group = starts.to(at::kLong).cumsum(0).sub_(1);
+  at::Tensor inverse = return_inverse ? group.view(self.sizes()) : at::empty({0}, lopts);
+  at::Tensor counts = at::empty({0}, lopts);
+  if (return_counts)
+    counts = at::zeros({uniq.numel()}, lopts).scatter_add_(0, group, at::ones_like(group));
+  return {uniq, inverse, counts};
+}
+
+// repeat_interleave(repeats): index i repeated repeats[i] times. The length
+// is the sum of repeats (a sync unless output_size is given); a 1 at each
+// cumulative end, prefix-summed, gives the index of every position.
+at::Tensor repeat_interleave_tensor(const at::Tensor& repeats,
+                                    std::optional<c10::SymInt> output_size) {
+  TORCH_CHECK(repeats.dim() <= 1, "repeat_interleave: repeats must be 0-d or 1-d");
+  at::Tensor r = repeats.reshape(-1).to(at::kLong);
+  int64_t total = output_size.has_value() ? output_size->expect_int()
+                                          : r.sum().item<int64_t>();
+  at::Tensor ends = r.cumsum(0);
+  at::Tensor marks = at::zeros({total + 1}, r.options())
+                         .scatter_add_(0, ends.clamp_max(total), at::ones_like(ends));
+  return marks.slice(0, 0, total).cumsum(0).to(repeats.scalar_type());
+}
+
+// Sparse layouts do not exist on tpu (storages are dense device buffers).
+at::Tensor no_sparse(const at::Tensor&) {
+  TORCH_CHECK_NOT_IMPLEMENTED(false, "sparse layouts are not supported on tpu "
+                              "(dense strided tensors only)");
+}
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("_unique", unique_legacy);
+  m.impl("unique_consecutive", unique_consecutive);
+  m.impl("repeat_interleave.Tensor", repeat_interleave_tensor);
+  m.impl("_to_sparse", [](const at::Tensor& t, std::optional<c10::Layout>,
+                          at::OptionalIntArrayRef, std::optional<int64_t>) { return no_sparse(t); });
+  m.impl("_to_sparse.sparse_dim", [](const at::Tensor& t, int64_t) { return no_sparse(t); });
+  m.impl("_to_sparse_csr", [](const at::Tensor& t, std::optional<int64_t>) { return no_sparse(t); });
+  m.impl("_to_sparse_csc", [](const at::Tensor& t, std::optional<int64_t>) { return no_sparse(t); });
+  m.impl("_to_sparse_bsr", [](const at::Tensor& t, at::IntArrayRef, std::optional<int64_t>) {
+    return no_sparse(t);
+  });
+  m.impl("_to_sparse_bsc", [](const at::Tensor& t, at::IntArrayRef, std::optional<int64_t>) {
+    return no_sparse(t);
+  });
+}
+
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("nonzero", nonzero_sync);
   m.impl("nonzero.out", nonzero_out);

@@ -1,0 +1,170 @@
+"""Assorted NN and tensor ops (attention, shrink activations, losses built on
+xlogy/sgn, trace, aminmax, cross, take/put, index_copy, isin, channel_shuffle,
+renorm, unfold backward, batch norm with update, unique_consecutive,
+repeat_interleave) on tpu against PyTorch's CPU results, forward and
+gradients, the CPU fallback off.
+
+Tolerances: float32 rtol=atol=1e-5: attention and norms sum a few dozen
+products in a different order than the CPU (a few ulp each). bfloat16: both
+sides compute in float32 and round once, but inputs to that rounding may
+differ by an ulp: rtol=atol=3.2e-2 (2 ulp of an 8-bit mantissa) of the
+result's scale. Integer and boolean results must match exactly."""
+import pytest
+import torch
+import torch.nn.functional as F
+
+TOL = {torch.float32: dict(rtol=1e-5, atol=1e-5), torch.bfloat16: dict(rtol=3.2e-2, atol=3.2e-2)}
+FLOATS = [torch.float32, torch.bfloat16]
+
+
+@pytest.fixture(autouse=True)
+def no_fallback(monkeypatch):
+    monkeypatch.setenv("TORCH_TPU_FALLBACK", "0")
+
+
+def randn(shape, dtype, seed):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(shape, generator=g).to(dtype)
+
+
+def close(got, want, dtype):
+    assert got.device.type == "tpu" and got.dtype == want.dtype and got.shape == want.shape
+    t = TOL[dtype]
+    scale = max(1.0, want.detach().abs().max().item()) if want.numel() else 1.0
+    torch.testing.assert_close(got.detach().cpu(), want.detach(), rtol=t["rtol"], atol=t["atol"] * scale)
+
+
+def check(fn, shapes, dtype, seed=0, grad=True):
+    """fn(*tensors) on CPU and tpu: the result and every input's gradient
+    under the same cotangent."""
+    xs = [randn(s, dtype, seed + i) for i, s in enumerate(shapes)]
+    cpu = [x.clone().requires_grad_(grad) for x in xs]
+    dev = [x.to("tpu").requires_grad_(grad) for x in xs]
+    want, got = fn(*cpu), fn(*dev)
+    close(got, want, dtype)
+    if not grad:
+        return
+    cot = randn(want.shape, dtype, seed + 100)
+    want.backward(cot)
+    got.backward(cot.to("tpu"))
+    for c, d in zip(cpu, dev):
+        close(d.grad, c.grad, dtype)
+
+
+SDPA = {
+    "plain": (lambda q, k, v: F.scaled_dot_product_attention(q, k, v), [(2, 3, 5, 8), (2, 3, 7, 8), (2, 3, 7, 8)]),
+    "causal": (lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
+               [(2, 3, 6, 8), (2, 3, 6, 8), (2, 3, 6, 8)]),
+    "float_mask": (lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m),
+                   [(2, 2, 4, 8), (2, 2, 6, 8), (2, 2, 6, 8), (4, 6)]),
+    "scale": (lambda q, k, v: F.scaled_dot_product_attention(q, k, v, scale=0.3), [(1, 2, 4, 16)] * 3),
+    "gqa": (lambda q, k, v: F.scaled_dot_product_attention(q, k, v, enable_gqa=True, is_causal=True),
+            [(2, 4, 5, 8), (2, 2, 5, 8), (2, 2, 5, 8)]),
+}
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("name", sorted(SDPA))
+def test_sdpa(name, dtype):
+    fn, shapes = SDPA[name]
+    check(fn, shapes, dtype)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_sdpa_bool_mask(dtype):
+    mask = torch.rand(4, 6, generator=torch.Generator().manual_seed(3)) > 0.3
+    mask[:, 0] = True  # every query sees at least one key
+    check(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=mask.to(q.device)),
+          [(2, 2, 4, 8), (2, 2, 6, 8), (2, 2, 6, 8)], dtype)
+
+
+POINTWISE = {
+    "hardshrink": lambda x: F.hardshrink(x, 0.3),
+    "softshrink": lambda x: F.softshrink(x, 0.4),
+    "softsign": F.softsign,
+    "sgn": torch.sgn,
+    "l1_loss": lambda x: F.l1_loss(x, torch.zeros_like(x) + 0.1),
+    "smooth_l1_loss": lambda x: F.smooth_l1_loss(x, torch.zeros_like(x), beta=0.5),
+    "normalize": lambda x: F.normalize(x, dim=1),
+    "kl_div": lambda x: F.kl_div(x.log_softmax(-1), x.softmax(0), reduction="batchmean"),
+    "xlogy": lambda x: torch.xlogy(x.relu(), x.abs() + 0.5),
+    "trace": lambda x: torch.trace(x),
+    "renorm": lambda x: torch.renorm(x, 2, 0, 1.0),
+    "renorm_inf": lambda x: torch.renorm(x, float("inf"), 1, 0.5),
+    "cross": lambda x: torch.linalg.cross(x[:, :3], x[:, 3:]),
+    "take": lambda x: torch.take(x, torch.tensor([0, 5, -1, 7, 5], device=x.device)),
+    "unfold": lambda x: x.unfold(1, 3, 2),
+    "channel_shuffle": lambda x: F.channel_shuffle(x.reshape(1, 6, 2, 3), 2),
+}
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("name", sorted(POINTWISE))
+def test_misc_ops(name, dtype):
+    check(POINTWISE[name], [(6, 6)], dtype)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_aminmax(dtype):
+    x = randn((4, 5), dtype, 1)
+    for kw in ({}, {"dim": 1}, {"dim": 0, "keepdim": True}):
+        want, got = torch.aminmax(x, **kw), torch.aminmax(x.to("tpu"), **kw)
+        close(got.min, want.min, dtype)
+        close(got.max, want.max, dtype)
+
+
+def test_put_and_index_copy():
+    x = randn((4, 5), torch.float32, 2)
+    idx = torch.tensor([0, 7, -1, 7])
+    src = torch.tensor([1.0, 2.0, 3.0, 4.0])
+    want = x.clone().put_(idx, src, accumulate=True)
+    got = x.to("tpu").put_(idx.to("tpu"), src.to("tpu"), accumulate=True)
+    close(got, want, torch.float32)
+    rows, s = torch.tensor([3, 0]), randn((2, 5), torch.float32, 3)
+    close(x.to("tpu").index_copy(0, rows.to("tpu"), s.to("tpu")), x.index_copy(0, rows, s), torch.float32)
+
+
+def test_isin():
+    e, t = torch.tensor([[1, 2, 3], [4, 5, 6]]), torch.tensor([2, 6, 9])
+    for invert in (False, True):
+        assert torch.equal(torch.isin(e.to("tpu"), t.to("tpu"), invert=invert).cpu(),
+                           torch.isin(e, t, invert=invert))
+
+
+def test_unique_consecutive_and_repeat_interleave():
+    x = torch.tensor([1, 1, 2, 2, 3, 1, 1, 2])
+    want = torch.unique_consecutive(x, return_inverse=True, return_counts=True)
+    got = torch.unique_consecutive(x.to("tpu"), return_inverse=True, return_counts=True)
+    for g, w in zip(got, want):
+        assert torch.equal(g.cpu(), w)
+    r = torch.tensor([2, 0, 3, 1])
+    assert torch.equal(torch.repeat_interleave(r.to("tpu")).cpu(), torch.repeat_interleave(r))
+    y = randn((4, 2), torch.float32, 4)
+    close(torch.repeat_interleave(y.to("tpu"), r.to("tpu"), dim=0), torch.repeat_interleave(y, r, dim=0),
+          torch.float32)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_batch_norm_with_update(dtype):
+    x = randn((3, 4, 5), dtype, 5)
+    rm, rv = torch.zeros(4, dtype=dtype), torch.ones(4, dtype=dtype)
+    w, b = randn((4,), dtype, 6), randn((4,), dtype, 7)
+    drm, drv = rm.to("tpu"), rv.to("tpu")
+    # (PyTorch's meta kernel for this op needs weight and bias tensors.)
+    want = torch.ops.aten._batch_norm_with_update(x, w, b, rm, rv, 0.1, 1e-5)
+    got = torch.ops.aten._batch_norm_with_update(x.to("tpu"), w.to("tpu"), b.to("tpu"), drm, drv, 0.1, 1e-5)
+    close(got[0], want[0], dtype)
+    close(drm, rm, dtype)
+    close(drv, rv, dtype)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_max_unpool2d(dtype):
+    x = randn((2, 3, 6, 8), dtype, 8)
+    y, idx = F.max_pool2d(x, 2, return_indices=True)
+    close(F.max_unpool2d(y.to("tpu"), idx.to("tpu"), 2), F.max_unpool2d(y, idx, 2), dtype)
+
+
+def test_sparse_is_unsupported():
+    with pytest.raises(NotImplementedError, match="sparse"):
+        torch.ones(2, 2, device="tpu").to_sparse()
