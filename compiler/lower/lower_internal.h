@@ -54,6 +54,8 @@ LW_DECLARE_TABLE(sample);
 LW_DECLARE_TABLE(conv);
 LW_DECLARE_TABLE(pool);
 LW_DECLARE_TABLE(norm);
+// matrix factorizations (rules_factor.c)
+LW_DECLARE_TABLE(factor);
 
 
 #define LW_DEFINE_TABLE(group, ...)                                  \

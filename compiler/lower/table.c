@@ -29,6 +29,7 @@ static const group_t kGroups[] = {
     {lw_rules_conv, &lw_rules_conv_count},
     {lw_rules_pool, &lw_rules_pool_count},
     {lw_rules_norm, &lw_rules_norm_count},
+    {lw_rules_factor, &lw_rules_factor_count},
 };
 
 // Large enough for every group; checked when the table is built.
