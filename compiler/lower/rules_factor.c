@@ -172,6 +172,14 @@ static tpr_dtype_t out_dtype(lw_ctx_t* ctx, int i) {
   return ctx->num_outs > i ? ctx->out_types[i].dtype : TPR_DTYPE_INVALID;
 }
 
+// check_errors=True asks the kernel to raise on a failed factorization,
+// which needs the info on the host; PyTorch's callers pass False and check
+// info themselves, so a rule that skipped the check would fail silently.
+static tpr_status_t no_check_errors(lw_ctx_t* ctx) {
+  return lw_fail(ctx, TPR_UNIMPLEMENTED,
+                 "check_errors=True (call with False and check info)");
+}
+
 //===--- Cholesky and triangular solves ------------------------------------===//
 
 // The factor of |a| (lower, or upper when |upper|), other triangle zeroed.
@@ -197,18 +205,12 @@ static tpr_value_t trsolve(tpr_graph_t* g, tpr_value_t a, tpr_value_t b,
                               trans);
 }
 
-// cholesky(self, upper=False)
-static tpr_status_t lower_cholesky(lw_ctx_t* ctx) {
-  tpr_value_t a;
-  TPR_RETURN_IF_ERROR(mat_arg(ctx, 0, out_dtype(ctx, 0), &a));
-  return lw_ret(ctx, chol(G, a, lw_bool(ctx, 1, false)));
-}
-
 // linalg_cholesky_ex(self, *, upper, check_errors) -> (L, info). info is
 // LAPACK's: the order of the first leading minor that is not positive
 // definite, read off the first diagonal entry that is not > 0 (XLA leaves
 // NaN from the failing column on).
 static tpr_status_t lower_cholesky_ex(lw_ctx_t* ctx) {
+  if (lw_bool(ctx, 2, false)) return no_check_errors(ctx);
   tpr_value_t a;
   TPR_RETURN_IF_ERROR(mat_arg(ctx, 0, out_dtype(ctx, 0), &a));
   tpr_graph_t* g = G;
@@ -408,6 +410,7 @@ static tpr_status_t small_mat_arg(lw_ctx_t* ctx, int i, tpr_dtype_t d,
 
 // linalg_lu_factor_ex(A, *, pivot, check_errors) -> (LU, pivots, info)
 static tpr_status_t lower_lu_factor_ex(lw_ctx_t* ctx) {
+  if (lw_bool(ctx, 2, false)) return no_check_errors(ctx);
   if (!lw_bool(ctx, 1, true))
     return lw_fail(ctx, TPR_UNIMPLEMENTED, "LU without pivoting");
   tpr_value_t a;
@@ -586,6 +589,7 @@ static tpr_status_t lower_lu_solve(lw_ctx_t* ctx) {
 
 // linalg_inv_ex(A, *, check_errors) -> (inverse, info)
 static tpr_status_t lower_inv_ex(lw_ctx_t* ctx) {
+  if (lw_bool(ctx, 1, false)) return no_check_errors(ctx);
   tpr_value_t a;
   TPR_RETURN_IF_ERROR(small_mat_arg(ctx, 0, out_dtype(ctx, 0), &a));
   lu_t f = lu_factor(G, a);
@@ -1064,8 +1068,7 @@ static tpr_status_t lower_svd(lw_ctx_t* ctx) {
   lw_set(ctx, 1, s);
   const tpr_type_t* uo = &ctx->out_types[0];
   const tpr_type_t* vo = &ctx->out_types[2];
-  if (tpr_type_numel(uo) == 0 && tpr_type_numel(vo) == 0 &&
-      tpr_type_numel(t) != 0) {
+  if (!lw_bool(ctx, 2, true)) {  // compute_uv=False: U, Vh are empty
     lw_set(ctx, 0, kfull(g, 0, uo));
     lw_set(ctx, 2, kfull(g, 0, vo));
     return lw_done(ctx);
@@ -1089,9 +1092,13 @@ static tpr_status_t lower_svd(lw_ctx_t* ctx) {
 // kept only while i < s. theta bounds the truncation error below the
 // dtype's epsilon (Bader, Blanes & Casas 2019: 1.09 for f64, 3.01 for f32).
 static tpr_status_t lower_matrix_exp(lw_ctx_t* ctx) {
+  // Computed in f64: the squarings amplify rounding (by up to 2^s), and
+  // PyTorch's float32 result is accurate to its own rounding.
   const tpr_type_t* o = &ctx->out_types[0];
-  tpr_dtype_t d = lw_opmath(o->dtype);
+  tpr_dtype_t d = TPR_DTYPE_F64;
   tpr_value_t a;
+  if (tpr_dtype_is_complex(o->dtype) || !tpr_dtype_is_float(o->dtype))
+    return lw_fail(ctx, TPR_UNIMPLEMENTED, "only real floating dtypes");
   TPR_RETURN_IF_ERROR(mat_arg(ctx, 0, d, &a));
   tpr_graph_t* g = G;
   const tpr_type_t* t = ty(g, a);
@@ -1175,8 +1182,6 @@ static tpr_status_t lower_cross(lw_ctx_t* ctx) {
 }
 
 LW_DEFINE_TABLE(factor,
-    LW_RULE("cholesky", lower_cholesky),
-    LW_RULE("cholesky.out", lower_cholesky),
     LW_RULE("linalg_cholesky_ex", lower_cholesky_ex),
     LW_RULE("linalg_cholesky_ex.L", lower_cholesky_ex),
     LW_RULE("cholesky_inverse", lower_cholesky_inverse),

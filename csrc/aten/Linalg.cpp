@@ -1,13 +1,14 @@
-// Determinants and linear solves as PyTorch's own kernels compose them: an
-// LU factorization (lowered natively, compiler/lower/rules_factor.c) and
-// elementwise ops or an LU solve.
+// cholesky, determinants and linear solves as PyTorch's own kernels compose
+// them: an LU factorization (lowered natively, compiler/lower/rules_factor.c)
+// and elementwise ops or an LU solve.
 //
 // They are kernels rather than rules because their extra results (LU,
-// pivots) feed the backward, and which matrix PyTorch factors depends on
-// the input's strides: a contiguous real A is factored as A^T (det(A^T) =
-// det(A); A X = B is solved as (A^T)^T X = B), and the backward re-checks
-// A.is_contiguous() to know which it got. A lowering rule sees values, not
-// strides, so it could not tell.
+// pivots) feed the backward, and which matrix PyTorch's det and slogdet
+// factor depends on the input's strides: a contiguous real A is factored as
+// A^T (det(A^T) = det(A)), and the backward re-checks A.is_contiguous() to
+// know which it got. A lowering rule sees values, not strides, so it could
+// not tell. _linalg_solve_ex factors A itself; it is here to share
+// PyTorch's vector-right-hand-side handling.
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
@@ -49,16 +50,35 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> linalg_solve_ex(
       B.dim() == 1 ||
       (A.dim() - 1 == B.dim() && B.sizes() == A.sizes().slice(0, A.dim() - 1));
   auto B_ = vector_case ? B.unsqueeze(left ? -1 : -2) : B;
-  bool use_A_T = factor_transposed(A);
-  auto [LU, pivots, info] = at::linalg_lu_factor_ex(use_A_T ? A.mT() : A);
-  auto result = at::linalg_lu_solve(LU, pivots, B_, left, use_A_T);
+  auto [LU, pivots, info] = at::linalg_lu_factor_ex(A);
+  auto result = at::linalg_lu_solve(LU, pivots, B_, left, false);
   if (vector_case) result = result.squeeze(left ? -1 : -2);
   if (check_errors)
     at::_linalg_check_errors(info, "torch.linalg.solve_ex", A.dim() == 2);
   return {result, LU, pivots, info};
 }
 
+// The deprecated cholesky raises on a matrix that is not positive definite;
+// the factorization itself is linalg_cholesky_ex's rule.
+at::Tensor cholesky(const at::Tensor& A, bool upper) {
+  auto [L, info] = at::linalg_cholesky_ex(A, upper, false);
+  at::_linalg_check_errors(info, "cholesky", A.dim() == 2);
+  return L;
+}
+
+// geqrf has no meta kernel in PyTorch: a keeps the input's shape, tau is
+// [..., min(m, n)].
+std::tuple<at::Tensor, at::Tensor> geqrf_meta(const at::Tensor& A) {
+  auto tau_shape = A.sizes().slice(0, A.dim() - 2).vec();
+  tau_shape.push_back(std::min(A.size(-2), A.size(-1)));
+  return {at::empty_like(A, at::MemoryFormat::Contiguous),
+          at::empty(tau_shape, A.options())};
+}
+
+TORCH_LIBRARY_IMPL(aten, Meta, m) { m.impl("geqrf", geqrf_meta); }
+
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("cholesky", cholesky);
   m.impl("_linalg_det", linalg_det);
   m.impl("_linalg_slogdet", linalg_slogdet);
   m.impl("_linalg_solve_ex", linalg_solve_ex);
