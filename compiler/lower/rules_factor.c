@@ -167,6 +167,18 @@ static tpr_status_t mat_arg(lw_ctx_t* ctx, int i, tpr_dtype_t d,
   return tpr_ok_status();
 }
 
+// Argument |i| as a matrix in the out dtype, checked against kMaxSteps.
+static tpr_status_t small_mat_arg(lw_ctx_t* ctx, int i, tpr_dtype_t d,
+                                  tpr_value_t* out) {
+  TPR_RETURN_IF_ERROR(mat_arg(ctx, i, d, out));
+  const tpr_type_t* t = lw_arg_type(ctx, i);
+  int64_t m = t->dims[t->rank - 2], n = t->dims[t->rank - 1];
+  if ((m < n ? m : n) > kMaxSteps)
+    return lw_fail(ctx, TPR_UNIMPLEMENTED,
+                   "matrices with more than %d rows and columns", kMaxSteps);
+  return tpr_ok_status();
+}
+
 // The float dtype of the first out (the computation dtype).
 static tpr_dtype_t out_dtype(lw_ctx_t* ctx, int i) {
   return ctx->num_outs > i ? ctx->out_types[i].dtype : TPR_DTYPE_INVALID;
@@ -205,35 +217,50 @@ static tpr_value_t trsolve(tpr_graph_t* g, tpr_value_t a, tpr_value_t b,
                               trans);
 }
 
-// linalg_cholesky_ex(self, *, upper, check_errors) -> (L, info). info is
-// LAPACK's: the order of the first leading minor that is not positive
-// definite, read off the first diagonal entry that is not > 0 (XLA leaves
-// NaN from the failing column on).
+// LAPACK's potrf info for the symmetric |a| [..., n, n]: the order of the
+// first leading minor that is not positive definite, else 0. XLA's
+// cholesky does not report where it failed (it may NaN the whole matrix),
+// so the pivots of an unpivoted elimination (= the squared Cholesky
+// diagonal) are recomputed: unrolled, a masked rank-1 update per column.
+static tpr_value_t chol_info(tpr_graph_t* g, tpr_value_t a) {
+  const tpr_type_t* t0 = ty(g, a);
+  if (!t0) return TPR_VALUE_NONE;
+  tpr_type_t t = *t0;
+  int r = t.rank;
+  int64_t n = t.dims[r - 1];
+  tpr_type_t bt = retype(&t, TPR_DTYPE_S32);
+  bt.rank = r - 2;
+  tpr_value_t info = lw_full(g, 0, TPR_DTYPE_S32, &bt);
+  tpr_value_t ri = rows(g, &t), ci = cols(g, &t);
+  for (int64_t j = 0; j < n; j++) {
+    tpr_value_t piv = block(g, a, j, j + 1, j, j + 1);
+    tpr_value_t bad = tpr_unary(g, TPR_UNARY_NOT,
+                                tpr_compare(g, TPR_CMP_GT, piv, lw_k(g, piv, 0)));
+    tpr_value_t unset = tpr_compare(g, TPR_CMP_EQ, info, lw_full(g, 0, TPR_DTYPE_S32, &bt));
+    info = tpr_select(g, tpr_binary(g, TPR_BINARY_AND, unset,
+                                    tpr_reshape(g, bad, r - 2, bt.dims)),
+                      lw_full(g, (double)(j + 1), TPR_DTYPE_S32, &bt), info);
+    if (j + 1 == n) break;
+    tpr_value_t safe = tpr_select(g, bad, lw_k(g, piv, 1), piv);
+    tpr_value_t jj = lw_full(g, (double)j, TPR_DTYPE_S32, &t);
+    tpr_value_t c = sel(g, tpr_compare(g, TPR_CMP_GT, ri, jj), col(g, a, j), kfull(g, 0, &t));
+    tpr_value_t u = sel(g, tpr_compare(g, TPR_CMP_GT, ci, jj), row(g, a, j), kfull(g, 0, &t));
+    a = lw_sub(g, a, lw_mul(g, lw_div(g, c, expand(g, safe, &t)), u));
+  }
+  return info;
+}
+
+// linalg_cholesky_ex(self, *, upper, check_errors) -> (L, info)
 static tpr_status_t lower_cholesky_ex(lw_ctx_t* ctx) {
   if (lw_bool(ctx, 2, false)) return no_check_errors(ctx);
   tpr_value_t a;
-  TPR_RETURN_IF_ERROR(mat_arg(ctx, 0, out_dtype(ctx, 0), &a));
+  TPR_RETURN_IF_ERROR(small_mat_arg(ctx, 0, out_dtype(ctx, 0), &a));
   tpr_graph_t* g = G;
-  tpr_value_t l = chol(g, a, lw_bool(ctx, 1, false));
-  lw_set(ctx, 0, l);
-  tpr_value_t d = diag(g, l);
-  const tpr_type_t* td = ty(g, d);
-  if (!td) return lw_done(ctx);
-  int64_t n = td->dims[td->rank - 1];
-  tpr_value_t bad = tpr_unary(g, TPR_UNARY_NOT,
-                              tpr_compare(g, TPR_CMP_GT, d, kfull(g, 0, td)));
-  tpr_type_t ti = retype(td, TPR_DTYPE_S32);
-  tpr_value_t pos = tpr_binary(g, TPR_BINARY_ADD, iota(g, td, td->rank - 1),
-                               lw_full(g, 1, TPR_DTYPE_S32, &ti));
-  tpr_value_t big = lw_full(g, (double)(n + 1), TPR_DTYPE_S32, &ti);
-  int64_t last = td->rank - 1;
-  tpr_value_t first = tpr_reduce(g, tpr_select(g, bad, pos, big),
-                                 TPR_REDUCE_MIN, &last, 1);
-  tpr_type_t tf = *ty(g, first);
-  tpr_value_t info = tpr_select(
-      g, tpr_compare(g, TPR_CMP_GT, first, lw_full(g, (double)n, TPR_DTYPE_S32, &tf)),
-      lw_full(g, 0, TPR_DTYPE_S32, &tf), first);
-  lw_set(ctx, 1, info);
+  bool upper = lw_bool(ctx, 1, false);
+  lw_set(ctx, 0, chol(g, a, upper));
+  // The triangle potrf reads, mirrored.
+  tpr_value_t sym = lw_add(g, tri(g, a, upper, 0), mT(g, tri(g, a, upper, upper ? 1 : -1)));
+  lw_set(ctx, 1, chol_info(g, sym));
   return lw_done(ctx);
 }
 
@@ -394,18 +421,6 @@ static lu_t lu_factor(tpr_graph_t* g, tpr_value_t a) {
     out.piv = tpr_concatenate(g, pivs, (int)k, r - 2);
   }
   return out;
-}
-
-// Argument |i| as a matrix in the out dtype, checked against kMaxSteps.
-static tpr_status_t small_mat_arg(lw_ctx_t* ctx, int i, tpr_dtype_t d,
-                                  tpr_value_t* out) {
-  TPR_RETURN_IF_ERROR(mat_arg(ctx, i, d, out));
-  const tpr_type_t* t = lw_arg_type(ctx, i);
-  int64_t m = t->dims[t->rank - 2], n = t->dims[t->rank - 1];
-  if ((m < n ? m : n) > kMaxSteps)
-    return lw_fail(ctx, TPR_UNIMPLEMENTED,
-                   "matrices with more than %d rows and columns", kMaxSteps);
-  return tpr_ok_status();
 }
 
 // linalg_lu_factor_ex(A, *, pivot, check_errors) -> (LU, pivots, info)

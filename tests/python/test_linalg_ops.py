@@ -38,7 +38,7 @@ def spd(*shape, dtype, seed=0):
 
 def close(got, want):
     assert got.device.type == "tpu" and got.dtype == want.dtype and got.shape == want.shape
-    torch.testing.assert_close(got.cpu(), want, **TOL[want.dtype])
+    torch.testing.assert_close(got.cpu(), want, **TOL.get(want.dtype, dict(rtol=0, atol=0)))
 
 
 def compare(fn, *args, **kwargs):
@@ -122,7 +122,8 @@ def test_qr(dtype, shape):
         compare(torch.linalg.qr, a, mode=mode)
     compare(torch.geqrf, a)
     h, tau = torch.geqrf(a)
-    compare(torch.linalg.householder_product, h, tau)
+    if shape[-2] >= shape[-1]:
+        compare(torch.linalg.householder_product, h, tau)
     c = mat(*shape[:-1], 2, dtype=dtype, seed=3)
     compare(torch.ormqr, h, tau, c, transpose=True)
 
