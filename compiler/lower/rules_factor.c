@@ -23,8 +23,13 @@ enum { kMaxSteps = 64 };
 
 //===--- batched matrix helpers -------------------------------------------===//
 
+// v's type, or NULL once the graph has failed (v may then be NONE): the
+// helpers below return NONE on NULL, so a failure stays sticky without
+// reading a bogus rank.
 static const tpr_type_t* ty(tpr_graph_t* g, tpr_value_t v) {
-  return tpr_value_type(g, v);
+  if (!tpr_graph_ok(g)) return NULL;
+  const tpr_type_t* t = tpr_value_type(g, v);
+  return t->dtype == TPR_DTYPE_INVALID ? NULL : t;
 }
 
 // A type like |t| with dtype |d|.
@@ -57,7 +62,7 @@ static tpr_value_t expand(tpr_graph_t* g, tpr_value_t v, const tpr_type_t* t) {
 
 // A rank-0 |s| or a constant broadcast to |t| with |t|'s dtype.
 static tpr_value_t kfull(tpr_graph_t* g, double c, const tpr_type_t* t) {
-  return lw_full(g, c, t->dtype, t);
+  return t ? lw_full(g, c, t->dtype, t) : TPR_VALUE_NONE;
 }
 
 // select(pred, a, b) with a, b expanded to pred's shape.
@@ -112,6 +117,7 @@ static tpr_value_t matmul(tpr_graph_t* g, tpr_value_t a, tpr_value_t b) {
 
 // The identity of |t|'s shape (rectangular: ones on the main diagonal).
 static tpr_value_t eye(tpr_graph_t* g, const tpr_type_t* t) {
+  if (!t) return TPR_VALUE_NONE;
   return tpr_convert(g, tpr_compare(g, TPR_CMP_EQ, rows(g, t), cols(g, t)),
                      t->dtype);
 }
@@ -176,6 +182,16 @@ static tpr_status_t small_mat_arg(lw_ctx_t* ctx, int i, tpr_dtype_t d,
   if ((m < n ? m : n) > kMaxSteps)
     return lw_fail(ctx, TPR_UNIMPLEMENTED,
                    "matrices with more than %d rows and columns", kMaxSteps);
+  return tpr_ok_status();
+}
+
+// Argument |i| as a batch of square matrices (small_mat_arg's checks too).
+static tpr_status_t square_arg(lw_ctx_t* ctx, int i, tpr_dtype_t d,
+                               tpr_value_t* out) {
+  TPR_RETURN_IF_ERROR(small_mat_arg(ctx, i, d, out));
+  const tpr_type_t* t = lw_arg_type(ctx, i);
+  if (t->dims[t->rank - 1] != t->dims[t->rank - 2])
+    return lw_fail(ctx, TPR_INVALID_ARGUMENT, "argument %d is not square", i);
   return tpr_ok_status();
 }
 
@@ -254,7 +270,7 @@ static tpr_value_t chol_info(tpr_graph_t* g, tpr_value_t a) {
 static tpr_status_t lower_cholesky_ex(lw_ctx_t* ctx) {
   if (lw_bool(ctx, 2, false)) return no_check_errors(ctx);
   tpr_value_t a;
-  TPR_RETURN_IF_ERROR(small_mat_arg(ctx, 0, out_dtype(ctx, 0), &a));
+  TPR_RETURN_IF_ERROR(square_arg(ctx, 0, out_dtype(ctx, 0), &a));
   tpr_graph_t* g = G;
   bool upper = lw_bool(ctx, 1, false);
   lw_set(ctx, 0, chol(g, a, upper));
@@ -267,7 +283,7 @@ static tpr_status_t lower_cholesky_ex(lw_ctx_t* ctx) {
 // cholesky_inverse(L, upper): (L L^T)^-1 = L^-T L^-1, (U^T U)^-1 = U^-1 U^-T.
 static tpr_status_t lower_cholesky_inverse(lw_ctx_t* ctx) {
   tpr_value_t l;
-  TPR_RETURN_IF_ERROR(mat_arg(ctx, 0, out_dtype(ctx, 0), &l));
+  TPR_RETURN_IF_ERROR(square_arg(ctx, 0, out_dtype(ctx, 0), &l));
   tpr_graph_t* g = G;
   bool upper = lw_bool(ctx, 1, false);
   tpr_value_t x = tpr_triangular_solve(g, l, eye(g, ty(g, l)), true, !upper,
@@ -594,7 +610,8 @@ static tpr_status_t lower_lu_solve(lw_ctx_t* ctx) {
   const tpr_type_t* o = &ctx->out_types[0];
   int nb = o->rank - 2;
   tpr_graph_t* g = G;
-  int64_t m = ty(g, lu)->dims[ty(g, lu)->rank - 2];
+  const tpr_type_t* tl = lw_arg_type(ctx, 0);
+  int64_t m = tl->dims[tl->rank - 2];
   lu = to_batch(g, lu, o->dims, nb);
   tpr_value_t perm = to_batch(g, perm_of_pivots(g, lw_value(ctx, 1), m), o->dims, nb);
   b = to_batch(g, b, o->dims, nb);
@@ -606,7 +623,7 @@ static tpr_status_t lower_lu_solve(lw_ctx_t* ctx) {
 static tpr_status_t lower_inv_ex(lw_ctx_t* ctx) {
   if (lw_bool(ctx, 1, false)) return no_check_errors(ctx);
   tpr_value_t a;
-  TPR_RETURN_IF_ERROR(small_mat_arg(ctx, 0, out_dtype(ctx, 0), &a));
+  TPR_RETURN_IF_ERROR(square_arg(ctx, 0, out_dtype(ctx, 0), &a));
   lu_t f = lu_factor(G, a);
   lw_set(ctx, 0, lu_solve(G, f.lu, f.perm, eye(G, ty(G, a)), true, false));
   lw_set(ctx, 1, f.info);
@@ -757,7 +774,8 @@ static tpr_status_t reflector_args(lw_ctx_t* ctx, tpr_value_t* v,
   if (!tt || tt->rank < 1 || tt->dims[tt->rank - 1] > kMaxSteps)
     return lw_fail(ctx, TPR_UNIMPLEMENTED, "tau must have at most %d entries",
                    kMaxSteps);
-  if (tt->dims[tt->rank - 1] > ty(G, *v)->dims[ty(G, *v)->rank - 1])
+  const tpr_type_t* tv = lw_arg_type(ctx, 0);
+  if (tt->dims[tt->rank - 1] > tv->dims[tv->rank - 1])
     return lw_fail(ctx, TPR_INVALID_ARGUMENT, "more taus than reflectors");
   *tau = lw_cast(G, lw_value(ctx, 1), d);
   return tpr_ok_status();
@@ -776,8 +794,8 @@ static tpr_status_t lower_ormqr(lw_ctx_t* ctx) {
   tpr_value_t v, tau, c;
   TPR_RETURN_IF_ERROR(reflector_args(ctx, &v, &tau));
   TPR_RETURN_IF_ERROR(mat_arg(ctx, 2, out_dtype(ctx, 0), &c));
-  const tpr_type_t* tv = ty(G, v);
-  const tpr_type_t* tc = ty(G, c);
+  const tpr_type_t* tv = lw_arg_type(ctx, 0);
+  const tpr_type_t* tc = lw_arg_type(ctx, 2);
   bool left = lw_bool(ctx, 3, true);
   if (tv->rank != tc->rank ||
       tv->dims[tv->rank - 2] != tc->dims[tc->rank - (left ? 2 : 1)])
@@ -1057,6 +1075,9 @@ static tpr_status_t jacobi_arg(lw_ctx_t* ctx, tpr_dtype_t d, tpr_value_t* a) {
 static tpr_status_t lower_eigh(lw_ctx_t* ctx) {
   tpr_value_t a, w = TPR_VALUE_NONE, v = TPR_VALUE_NONE;
   TPR_RETURN_IF_ERROR(jacobi_arg(ctx, out_dtype(ctx, 0), &a));
+  const tpr_type_t* ta = lw_arg_type(ctx, 0);
+  if (ta->dims[ta->rank - 1] != ta->dims[ta->rank - 2])
+    return lw_fail(ctx, TPR_INVALID_ARGUMENT, "A is not square");
   tpr_graph_t* g = G;
   bool upper = strcmp(lw_str(ctx, 1, "L"), "U") == 0;
   tpr_value_t h = tri(g, a, upper, 0);
@@ -1118,6 +1139,8 @@ static tpr_status_t lower_matrix_exp(lw_ctx_t* ctx) {
   tpr_graph_t* g = G;
   const tpr_type_t* t = ty(g, a);
   if (!t) return lw_done(ctx);
+  if (t->dims[t->rank - 1] != t->dims[t->rank - 2])
+    return lw_fail(ctx, TPR_INVALID_ARGUMENT, "A is not square");
   tpr_type_t tt = *t;
   int r = tt.rank;
   bool f64 = d == TPR_DTYPE_F64;
