@@ -60,6 +60,10 @@ typedef enum tpr_op_e {
   TPR_OP_REDUCE_WINDOW,    // operands = v, init; sub = tpr_reduce_op_t;
                            // ints = dims, strides, base/window dilations,
                            // pad low, pad high (rank each)
+  // linear algebra (builders_linalg.c)
+  TPR_OP_CHOLESKY,         // ints = {lower}
+  TPR_OP_TRIANGULAR_SOLVE, // operands = a, b; ints = {left_side, lower,
+                           // unit_diagonal, transpose_a}
   TPR_OP_COUNT_
 } tpr_op_t;
 

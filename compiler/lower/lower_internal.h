@@ -60,6 +60,8 @@ LW_DECLARE_TABLE(fft);
 LW_DECLARE_TABLE(random_more);  // rules_random.c
 // assorted NN and tensor ops (rules_misc.c)
 LW_DECLARE_TABLE(misc);
+// matrix factorizations (rules_factor.c)
+LW_DECLARE_TABLE(factor);
 
 
 #define LW_DEFINE_TABLE(group, ...)                                  \

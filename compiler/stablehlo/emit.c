@@ -961,6 +961,22 @@ static void emit_node(emitter_t* e, int ni) {
     case TPR_OP_REDUCE_WINDOW:
       emit_reduce_window(e, ni, n);
       return;
+    case TPR_OP_CHOLESKY:
+      begin(e, n);
+      call(e, n, "stablehlo.cholesky");
+      putf(e, " {lower = %s}", ints_of(e, n)[0] ? "true" : "false");
+      break;
+    case TPR_OP_TRIANGULAR_SOLVE: {
+      const int64_t* f = ints_of(e, n);
+      begin(e, n);
+      call(e, n, "stablehlo.triangular_solve");
+      putf(e,
+           " {left_side = %s, lower = %s, unit_diagonal = %s, "
+           "transpose_a = #stablehlo<transpose %s>}",
+           f[0] ? "true" : "false", f[1] ? "true" : "false",
+           f[2] ? "true" : "false", f[3] ? "TRANSPOSE" : "NO_TRANSPOSE");
+      break;
+    }
     case TPR_OP_COUNT_:
       return;
   }

@@ -359,6 +359,24 @@ tpr_value_t tpr_reduce_window(tpr_graph_t* graph, tpr_value_t v,
                               const int64_t* window_dilations,
                               const int64_t* pad_low, const int64_t* pad_high);
 
+//===--- linear algebra (builders_linalg.c) -------------------------------===//
+//
+// Matrices are the last two dims of f32/f64 operands; leading dims are a
+// batch (equal in both operands, no broadcasting).
+
+// stablehlo.cholesky of the symmetric positive definite |a| [..., n, n]:
+// the lower (or upper) factor, read from that triangle only. The other
+// triangle of the result is unspecified (callers mask it). A matrix that is
+// not positive definite yields NaNs from the failing column on.
+tpr_value_t tpr_cholesky(tpr_graph_t* graph, tpr_value_t a, bool lower);
+// stablehlo.triangular_solve: X with op(a) X = b (|left_side|) or
+// X op(a) = b, where a [..., m, m] is lower (or upper) triangular, its
+// diagonal taken as ones when |unit_diagonal|, op(a) = a^T when
+// |transpose_a|. b is [..., m, k] (left) or [..., k, m]; X has b's type.
+tpr_value_t tpr_triangular_solve(tpr_graph_t* graph, tpr_value_t a,
+                                 tpr_value_t b, bool left_side, bool lower,
+                                 bool unit_diagonal, bool transpose_a);
+
 //===--- views over flat storage ------------------------------------------===//
 //
 // A PyTorch storage lives on the device as one rank-1 buffer of its element
