@@ -480,7 +480,8 @@ def core_report():
                 views.append(full)  # views alias: metadata kernels, never rules
                 continue
             has = torch._C._dispatch_has_kernel_for_dispatch_key
-            if has(op.name(), "CompositeExplicitAutograd") or has(op.name(), "CompositeImplicitAutograd"):
+            if any(has(op.name(), k) for k in ("CompositeExplicitAutograd", "CompositeImplicitAutograd",
+                                               "CompositeExplicitAutogradNonFunctional")):
                 decomposed.append(full)  # PyTorch decomposes it into ops that have rules
                 continue
             missing.append(full)
