@@ -1,10 +1,13 @@
 // Bessel and Airy functions of torch.special: bessel_j0/j1/y0/y1,
 // modified_bessel_i0/i1/k0/k1, scaled_modified_bessel_k0/k1,
-// spherical_bessel_j0 and airy_ai. Each is a piecewise rational or Chebyshev
+// spherical_bessel_j0 and airy_ai; p-norm distances (_cdist_forward,
+// _pdist_forward). Each is a piecewise rational or Chebyshev
 // approximation (the Cephes coefficients PyTorch's CPU kernels in
 // aten/src/ATen/native/Math.h use), with the pieces picked by select on the
 // argument's range. Floats compute in the opmath dtype (f32 for f16/bf16/f32,
 // f64 for f64), as PyTorch does, and round once into the out dtype.
+#include <stdlib.h>
+
 #include "compiler/lower/lower_internal.h"
 
 #define G (ctx->graph)
@@ -366,6 +369,26 @@ static tpr_value_t airy_ai_of(tpr_graph_t* g, tpr_value_t x) {
   return lw_sel(g, lw_cmpk(g, TPR_CMP_EQ, ABS(x), INFINITY), K(NAN), r);
 }
 
+
+//===--- cdist, pdist ------------------------------------------------------===//
+
+// p-norm over the last dim of |d| = |a - b| (rank r + 1 -> r).
+static tpr_value_t pnorm_last(tpr_graph_t* g, tpr_value_t a, tpr_value_t b, int rank,
+                              double p) {
+  tpr_value_t d = lw_un(g, TPR_UNARY_ABS, lw_sub(g, a, b));
+  int64_t last = rank;
+  if (p == 0)
+    return tpr_reduce(g, lw_sel(g, lw_cmpk(g, TPR_CMP_NE, d, 0), lw_k(g, d, 1), lw_k(g, d, 0)),
+                      TPR_REDUCE_SUM, &last, 1);
+  if (isinf(p)) return tpr_reduce(g, d, TPR_REDUCE_MAX, &last, 1);
+  if (p == 1) return tpr_reduce(g, d, TPR_REDUCE_SUM, &last, 1);
+  if (p == 2)
+    return lw_un(g, TPR_UNARY_SQRT, tpr_reduce(g, lw_mul(g, d, d), TPR_REDUCE_SUM, &last, 1));
+  tpr_value_t s = tpr_reduce(g, tpr_binary(g, TPR_BINARY_POW, d, lw_k(g, d, p)),
+                             TPR_REDUCE_SUM, &last, 1);
+  return tpr_binary(g, TPR_BINARY_POW, s, lw_k(g, s, 1.0 / p));
+}
+
 //===--- rules -------------------------------------------------------------===//
 
 enum {
@@ -413,6 +436,68 @@ DEF(smk1, F_K1E)
 DEF(sj0, F_SJ0)
 DEF(ai, F_AI)
 
+
+// _cdist_forward(x1 [*, P, M], x2 [*, R, M], p, compute_mode) -> [*, P, R].
+static tpr_status_t lower_cdist(lw_ctx_t* ctx) {
+  const tpr_type_t *t1 = lw_arg_type(ctx, 0), *t2 = lw_arg_type(ctx, 1);
+  if (!t1 || !t2) return lw_fail(ctx, TPR_INVALID_ARGUMENT, "x1 and x2 must be tensors");
+  tpr_dtype_t cd = lw_opmath(OUT->dtype);
+  TPR_RETURN_IF_ERROR(need_real_float(ctx, cd));
+  if (t1->rank < 2 || t2->rank < 2 || t1->dims[t1->rank - 1] != t2->dims[t2->rank - 1])
+    return lw_fail(ctx, TPR_INVALID_ARGUMENT, "x1 and x2 need rank >= 2 and equal last dims");
+  double p = lw_double(ctx, 2, 2.0);
+  if (!(p >= 0)) return lw_fail(ctx, TPR_INVALID_ARGUMENT, "p must be non-negative");
+  int r = OUT->rank;
+  if (r < 2 || r + 1 > TPR_MAX_RANK || OUT->dims[r - 2] != t1->dims[t1->rank - 2] ||
+      OUT->dims[r - 1] != t2->dims[t2->rank - 2])
+    return lw_fail(ctx, TPR_INVALID_ARGUMENT, "unexpected out shape");
+  int64_t m = t1->dims[t1->rank - 1];
+  if (m == 0 || tpr_type_numel(OUT) == 0) return lw_ret(ctx, lw_full(G, 0, cd, OUT));
+  int nb = r - 2;
+  int64_t d1[TPR_MAX_RANK], d2[TPR_MAX_RANK], full[TPR_MAX_RANK];
+  int64_t map1[TPR_MAX_RANK], map2[TPR_MAX_RANK];
+  for (int i = 0; i < nb; i++) d1[i] = d2[i] = full[i] = OUT->dims[i], map1[i] = map2[i] = i;
+  d1[nb] = OUT->dims[nb], d1[nb + 1] = m;
+  d2[nb] = OUT->dims[nb + 1], d2[nb + 1] = m;
+  full[nb] = OUT->dims[nb], full[nb + 1] = OUT->dims[nb + 1], full[nb + 2] = m;
+  map1[nb] = nb, map1[nb + 1] = nb + 2;
+  map2[nb] = nb + 1, map2[nb + 1] = nb + 2;
+  tpr_value_t a = tpr_broadcast_to(G, lw_cast(G, lw_value(ctx, 0), cd), r, d1);
+  tpr_value_t b = tpr_broadcast_to(G, lw_cast(G, lw_value(ctx, 1), cd), r, d2);
+  a = tpr_broadcast_in_dim(G, a, r + 1, full, map1);
+  b = tpr_broadcast_in_dim(G, b, r + 1, full, map2);
+  return lw_ret(ctx, pnorm_last(G, a, b, r, p));
+}
+
+// _pdist_forward(self [N, M], p) -> [N (N - 1) / 2], rows i < j in order.
+static tpr_status_t lower_pdist(lw_ctx_t* ctx) {
+  const tpr_type_t* t = lw_arg_type(ctx, 0);
+  if (!t || t->rank != 2) return lw_fail(ctx, TPR_INVALID_ARGUMENT, "self must be a matrix");
+  tpr_dtype_t cd = lw_opmath(OUT->dtype);
+  TPR_RETURN_IF_ERROR(need_real_float(ctx, cd));
+  double p = lw_double(ctx, 1, 2.0);
+  if (!(p >= 0)) return lw_fail(ctx, TPR_INVALID_ARGUMENT, "p must be non-negative");
+  int64_t n = t->dims[0], m = t->dims[1];
+  int64_t k = n > 1 ? n * (n - 1) / 2 : 0;
+  if (OUT->rank != 1 || OUT->dims[0] != k)
+    return lw_fail(ctx, TPR_INVALID_ARGUMENT, "unexpected out shape");
+  if (k == 0 || m == 0) return lw_ret(ctx, lw_full(G, 0, cd, OUT));
+  if (k > ((int64_t)1 << 24))
+    return lw_fail(ctx, TPR_UNIMPLEMENTED, "too many rows (%lld)", (long long)n);
+  int64_t* idx = malloc(sizeof(int64_t) * 2 * (size_t)k);
+  if (!idx) return lw_fail(ctx, TPR_RESOURCE_EXHAUSTED, "out of memory");
+  int64_t c = 0;
+  for (int64_t i = 0; i < n; i++)
+    for (int64_t j = i + 1; j < n; j++) idx[c] = i, idx[k + c] = j, c++;
+  tpr_type_t it = tpr_type_make(TPR_DTYPE_S64, 1, &k);
+  tpr_value_t ii = tpr_constant_dense(G, it, idx);
+  tpr_value_t jj = tpr_constant_dense(G, it, idx + k);
+  free(idx);
+  tpr_value_t x = lw_cast(G, lw_value(ctx, 0), cd);
+  tpr_value_t a = tpr_index_select(G, x, 0, ii), b = tpr_index_select(G, x, 0, jj);
+  return lw_ret(ctx, pnorm_last(G, a, b, 1, p));
+}
+
 //===--- table -------------------------------------------------------------===//
 
 #define FO(n, fn) LW_RULE(n, fn), LW_RULE(n ".out", fn)
@@ -427,4 +512,5 @@ LW_DEFINE_TABLE(special2,
     FO("special_scaled_modified_bessel_k0", lower_smk0),
     FO("special_scaled_modified_bessel_k1", lower_smk1),
     FO("special_spherical_bessel_j0", lower_sj0),
-    FO("special_airy_ai", lower_ai));
+    FO("special_airy_ai", lower_ai),
+    FO("_cdist_forward", lower_cdist), FO("_pdist_forward", lower_pdist));

@@ -58,3 +58,15 @@ def test_complex_is_refused():
     x = torch.ones(3, dtype=torch.complex64, device="tpu")
     with pytest.raises(Exception):
         torch.special.bessel_j0(x).cpu()
+
+
+@pytest.mark.parametrize("p", [0.0, 1.0, 2.0, 3.0, 0.5, float("inf")])
+def test_cdist_pdist(p):
+    g = torch.Generator().manual_seed(1)
+    a = torch.randn(2, 5, 4, generator=g)
+    b = torch.randn(6, 4, generator=g)
+    got = torch.cdist(a.to("tpu"), b.to("tpu"), p=p).cpu()
+    torch.testing.assert_close(got, torch.cdist(a, b, p=p), **F32_TOL)
+    x = torch.randn(7, 3, generator=g)
+    torch.testing.assert_close(torch.nn.functional.pdist(x.to("tpu"), p=p).cpu(),
+                               torch.nn.functional.pdist(x, p=p), **F32_TOL)
