@@ -805,12 +805,24 @@ static void emit_reduce_window(emitter_t* e, int ni, const tpr_node_t* n) {
   signature(e, n, 0, NULL);
 }
 
+// " {a = array<i64: ...>, b = ..., c = ...}" from three rank-|r| runs of
+// |ints| (slice and pad carry their attributes this way).
+static void put_three_arrays(emitter_t* e, const char* a, const char* b,
+                             const char* c, const int64_t* ints, int r) {
+  put(e, " {");
+  put_array(e, a, ints, r);
+  put(e, ", ");
+  put_array(e, b, ints + r, r);
+  put(e, ", ");
+  put_array(e, c, ints + 2 * r, r);
+  put(e, "}");
+}
+
 static void emit_node(emitter_t* e, int ni) {
   const tpr_graph_t* g = e->g;
   const tpr_node_t* n = &g->nodes[ni];
   const int64_t* ints = ints_of(e, n);
   const tpr_type_t* rt = vtype(e, n->first_value);
-  int r;
   switch ((tpr_op_t)n->op) {
     case TPR_OP_PARAMETER:
       return;
@@ -855,16 +867,10 @@ static void emit_node(emitter_t* e, int ni) {
       put(e, "}");
       break;
     case TPR_OP_SLICE:
-      r = n->num_ints / 3;
       begin(e, n);
       call(e, n, "stablehlo.slice");
-      put(e, " {");
-      put_array(e, "start_indices", ints, r);
-      put(e, ", ");
-      put_array(e, "limit_indices", ints + r, r);
-      put(e, ", ");
-      put_array(e, "strides", ints + 2 * r, r);
-      put(e, "}");
+      put_three_arrays(e, "start_indices", "limit_indices", "strides", ints,
+                       n->num_ints / 3);
       break;
     case TPR_OP_DYNAMIC_SLICE:
       begin(e, n);
@@ -883,16 +889,10 @@ static void emit_node(emitter_t* e, int ni) {
       putf(e, " {dimension = %d : i64}", n->sub);
       break;
     case TPR_OP_PAD:
-      r = n->num_ints / 3;
       begin(e, n);
       call(e, n, "stablehlo.pad");
-      put(e, " {");
-      put_array(e, "edge_padding_low", ints, r);
-      put(e, ", ");
-      put_array(e, "edge_padding_high", ints + r, r);
-      put(e, ", ");
-      put_array(e, "interior_padding", ints + 2 * r, r);
-      put(e, "}");
+      put_three_arrays(e, "edge_padding_low", "edge_padding_high",
+                       "interior_padding", ints, n->num_ints / 3);
       break;
     case TPR_OP_REVERSE:
       begin(e, n);

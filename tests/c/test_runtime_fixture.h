@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "tpr/graph.h"
 #include "tpr/runtime.h"
 
 static inline tpr_status_t fixture_plugin(tpr_plugin_t** out) {
@@ -47,5 +48,30 @@ static inline tpr_status_t fixture_f32(tpr_client_t* c, int ordinal,
   "  %0 = \"stablehlo.add\"(%arg0, %arg1) : (tensor<4xf32>, "            \
   "tensor<4xf32>) -> tensor<4xf32>\n"                                    \
   "  \"func.return\"(%0) : (tensor<4xf32>) -> ()\n} }\n"
+
+
+// Compiles |g| (one f32[n] parameter), runs it on |in| and copies result
+// |result| (any 4-byte dtype, at most 4 results) to |out|.
+static inline tpr_status_t fixture_run1(tpr_client_t* c, tpr_graph_t* g, const float* in,
+                                          int64_t n, int result, void* out, size_t bytes) {
+  char* text;
+  size_t len;
+  TPR_RETURN_IF_ERROR(tpr_graph_emit_stablehlo(g, &text, &len));
+  tpr_executable_t* exe = NULL;
+  tpr_status_t s = tpr_executable_compile(c, text, len, &exe);
+  if (!tpr_status_is_ok(s)) fprintf(stderr, "%s\n", text);
+  tpr_free(text);
+  tpr_buffer_t* arg = NULL;
+  tpr_buffer_t* res[4] = {NULL};
+  if (tpr_status_is_ok(s))
+    s = tpr_buffer_from_host(c, 0, TPR_DTYPE_F32, &n, 1, in, &arg);
+  if (tpr_status_is_ok(s))
+    s = tpr_executable_execute(exe, 0, &arg, 1, NULL, res, true);
+  if (tpr_status_is_ok(s)) s = tpr_buffer_to_host(res[result], out, bytes);
+  for (int i = 0; i < 4; i++) tpr_buffer_release(res[i]);
+  tpr_buffer_release(arg);
+  tpr_executable_release(exe);
+  return s;
+}
 
 #endif  // TPR_TESTS_TEST_RUNTIME_FIXTURE_H_

@@ -52,30 +52,6 @@ TPR_TEST(sort_types_and_errors) {
   tpr_graph_free(g);
 }
 
-// Compiles |g| (one f32[n] parameter) and runs it on |in|; result r (any
-// 4-byte dtype) is copied to |out|.
-static tpr_status_t run1(tpr_client_t* c, tpr_graph_t* g, const float* in,
-                         int64_t n, int result, void* out, size_t bytes) {
-  char* text;
-  size_t len;
-  TPR_RETURN_IF_ERROR(tpr_graph_emit_stablehlo(g, &text, &len));
-  tpr_executable_t* exe = NULL;
-  tpr_status_t s = tpr_executable_compile(c, text, len, &exe);
-  if (!tpr_status_is_ok(s)) fprintf(stderr, "%s\n", text);
-  tpr_free(text);
-  tpr_buffer_t* arg = NULL;
-  tpr_buffer_t* res[4] = {NULL};
-  if (tpr_status_is_ok(s))
-    s = tpr_buffer_from_host(c, 0, TPR_DTYPE_F32, &n, 1, in, &arg);
-  if (tpr_status_is_ok(s))
-    s = tpr_executable_execute(exe, 0, &arg, 1, NULL, res, true);
-  if (tpr_status_is_ok(s)) s = tpr_buffer_to_host(res[result], out, bytes);
-  for (int i = 0; i < 4; i++) tpr_buffer_release(res[i]);
-  tpr_buffer_release(arg);
-  tpr_executable_release(exe);
-  return s;
-}
-
 TPR_TEST(sort_scan_on_plugin) {
   tpr_client_t* c;
   CHECK_OK(fixture_client(1, &c));
@@ -96,7 +72,7 @@ TPR_TEST(sort_scan_on_plugin) {
     tpr_graph_add_result(g, outs[0]);
     tpr_graph_add_result(g, outs[1]);
     int32_t got[N];
-    CHECK_OK(run1(c, g, in, N, 1, got, sizeof got));
+    CHECK_OK(fixture_run1(c, g, in, N, 1, got, sizeof got));
     CHECK(memcmp(got, desc ? want_desc : want_asc, sizeof got) == 0);
   }
   // Scans against a sequential reference, forward and reverse.
@@ -118,7 +94,7 @@ TPR_TEST(sort_scan_on_plugin) {
                                            : logf(expf(acc) + expf(e));
         want[i] = acc;
       }
-      CHECK_OK(run1(c, g, v, N, 0, got, sizeof got));
+      CHECK_OK(fixture_run1(c, g, v, N, 0, got, sizeof got));
       for (int i = 0; i < N; i++) CHECK(fabsf(got[i] - want[i]) < 1e-4f);
     }
   }
@@ -130,7 +106,7 @@ TPR_TEST(sort_scan_on_plugin) {
   tpr_scan_arg(g, x, 0, true, &mv, &mi);
   tpr_graph_add_result(g, mi);
   int64_t got_idx[N];
-  CHECK_OK(run1(c, g, m, N, 0, got_idx, sizeof got_idx));
+  CHECK_OK(fixture_run1(c, g, m, N, 0, got_idx, sizeof got_idx));
   CHECK(memcmp(got_idx, want_idx, sizeof got_idx) == 0);
   // rfft of a constant: all energy in bin 0.
   tpr_graph_reset(g);
@@ -139,7 +115,7 @@ TPR_TEST(sort_scan_on_plugin) {
   tpr_graph_add_result(g, tpr_fft(g, x, TPR_FFT_RFFT, &len, 1));
   const float ones[8] = {1, 1, 1, 1, 1, 1, 1, 1};
   float spec[10];
-  CHECK_OK(run1(c, g, ones, 8, 0, spec, sizeof spec));
+  CHECK_OK(fixture_run1(c, g, ones, 8, 0, spec, sizeof spec));
   CHECK(fabsf(spec[0] - 8) < 1e-5f && fabsf(spec[2]) < 1e-5f);
   tpr_graph_free(g);
   tpr_client_destroy(c);

@@ -48,30 +48,6 @@ TPR_TEST(special_complex_types) {
   tpr_graph_free(g);
 }
 
-// Compiles |g| (one f32[n] parameter), runs it on |in| and copies result
-// |result| to |out|.
-static tpr_status_t run1(tpr_client_t* c, tpr_graph_t* g, const float* in,
-                         int64_t n, int result, void* out, size_t bytes) {
-  char* text;
-  size_t len;
-  TPR_RETURN_IF_ERROR(tpr_graph_emit_stablehlo(g, &text, &len));
-  tpr_executable_t* exe = NULL;
-  tpr_status_t s = tpr_executable_compile(c, text, len, &exe);
-  if (!tpr_status_is_ok(s)) fprintf(stderr, "%s\n", text);
-  tpr_free(text);
-  tpr_buffer_t* arg = NULL;
-  tpr_buffer_t* res[4] = {NULL};
-  if (tpr_status_is_ok(s))
-    s = tpr_buffer_from_host(c, 0, TPR_DTYPE_F32, &n, 1, in, &arg);
-  if (tpr_status_is_ok(s))
-    s = tpr_executable_execute(exe, 0, &arg, 1, NULL, res, true);
-  if (tpr_status_is_ok(s)) s = tpr_buffer_to_host(res[result], out, bytes);
-  for (int i = 0; i < 4; i++) tpr_buffer_release(res[i]);
-  tpr_buffer_release(arg);
-  tpr_executable_release(exe);
-  return s;
-}
-
 TPR_TEST(special_complex_on_plugin) {
   tpr_client_t* c;
   CHECK_OK(fixture_client(1, &c));
@@ -83,7 +59,7 @@ TPR_TEST(special_complex_on_plugin) {
   tpr_graph_add_result(g, tpr_binary(g, TPR_BINARY_COMPLEX, x,
                                      tpr_unary(g, TPR_UNARY_NEG, x)));
   float z[8];
-  CHECK_OK(run1(c, g, in, 4, 0, z, sizeof z));
+  CHECK_OK(fixture_run1(c, g, in, 4, 0, z, sizeof z));
   for (int i = 0; i < 4; i++) CHECK(z[2 * i] == in[i] && z[2 * i + 1] == -in[i]);
   // i1e, polygamma(1, x) and zeta(2, x) against C references.
   tpr_graph_reset(g);
@@ -96,11 +72,11 @@ TPR_TEST(special_complex_on_plugin) {
   tpr_graph_add_result(g, tpr_binary(g, TPR_BINARY_POLYGAMMA, one, x));
   tpr_graph_add_result(g, tpr_binary(g, TPR_BINARY_ZETA, two, x));
   float r[4];
-  CHECK_OK(run1(c, g, in, 4, 0, r, sizeof r));
+  CHECK_OK(fixture_run1(c, g, in, 4, 0, r, sizeof r));
   CHECK(fabsf(r[1] - 0.20791041534970844f) < 1e-6f);  // i1e(1)
-  CHECK_OK(run1(c, g, in, 4, 1, r, sizeof r));
+  CHECK_OK(fixture_run1(c, g, in, 4, 1, r, sizeof r));
   CHECK(fabsf(r[1] - 1.6449340668482264f) < 1e-5f);   // trigamma(1)
-  CHECK_OK(run1(c, g, in, 4, 2, r, sizeof r));
+  CHECK_OK(fixture_run1(c, g, in, 4, 2, r, sizeof r));
   CHECK(fabsf(r[2] - 0.6449340668482264f) < 1e-5f);   // zeta(2, 2)
   // A c64 storage written through its f32 view: element 1's imaginary part
   // (f32 index 3) becomes 7, then the storage reads back as complex.
@@ -112,14 +88,14 @@ TPR_TEST(special_complex_on_plugin) {
   base = tpr_view_write(g, base, 1, &n1, &s1, 3, seven);
   CHECK(tpr_value_type(g, base)->dtype == TPR_DTYPE_C64);
   tpr_graph_add_result(g, base);
-  CHECK_OK(run1(c, g, in, 4, 0, z, sizeof z));
+  CHECK_OK(fixture_run1(c, g, in, 4, 0, z, sizeof z));
   CHECK(z[2] == 1 && z[3] == 7 && z[4] == 2 && z[5] == 2);
   // An f32 storage read as complex pairs adjacent parts.
   tpr_graph_reset(g);
   x = tpr_parameter(g, f32v(4));
   int64_t n2 = 2;
   tpr_graph_add_result(g, tpr_view_read(g, x, TPR_DTYPE_C64, 1, &n2, &s1, 0));
-  CHECK_OK(run1(c, g, in, 4, 0, z, 4 * sizeof(float)));
+  CHECK_OK(fixture_run1(c, g, in, 4, 0, z, 4 * sizeof(float)));
   CHECK(z[0] == 0.5f && z[1] == 1 && z[2] == 2 && z[3] == 3);
   tpr_graph_free(g);
   tpr_client_destroy(c);
