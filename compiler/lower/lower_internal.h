@@ -59,6 +59,7 @@ LW_DECLARE_TABLE(special);
 LW_DECLARE_TABLE(fft);
 // Bessel and Airy functions (rules_special2.c)
 LW_DECLARE_TABLE(special2);
+LW_DECLARE_TABLE(poly);  // orthogonal polynomials (rules_poly.c)
 LW_DECLARE_TABLE(random_more);  // rules_random.c
 // assorted NN and tensor ops (rules_misc.c)
 LW_DECLARE_TABLE(misc);

@@ -31,6 +31,7 @@ static const group_t kGroups[] = {
     {lw_rules_norm, &lw_rules_norm_count},
     {lw_rules_special, &lw_rules_special_count},
     {lw_rules_special2, &lw_rules_special2_count},
+    {lw_rules_poly, &lw_rules_poly_count},
     {lw_rules_fft, &lw_rules_fft_count},
     {lw_rules_random_more, &lw_rules_random_more_count},
     {lw_rules_misc, &lw_rules_misc_count},

@@ -1,0 +1,80 @@
+"""Orthogonal polynomials of torch.special on tpu against PyTorch's CPU
+results, the CPU fallback off.
+
+Tolerance: the same three-term recurrences (and closed forms) run as graph
+ops; in f32 the recurrence amplifies per-step rounding differences (fused
+ops, a different order in XLA) roughly linearly in the degree, so f32 is
+held to rtol 1e-4 with atol 1e-4 times the column's magnitude; f64 to 1e-9.
+
+Bound: the recurrence is unrolled to degree 128 (64 for Chebyshev, whose
+closed forms cover higher degrees); Hermite, Laguerre and Legendre give NaN
+above degree 128 (PyTorch's own limit for float32 Hermite)."""
+import pytest
+import torch
+
+FNS = [
+    "chebyshev_polynomial_t", "chebyshev_polynomial_u",
+    "chebyshev_polynomial_v", "chebyshev_polynomial_w",
+    "shifted_chebyshev_polynomial_t", "shifted_chebyshev_polynomial_u",
+    "shifted_chebyshev_polynomial_v", "shifted_chebyshev_polynomial_w",
+    "hermite_polynomial_h", "hermite_polynomial_he",
+    "laguerre_polynomial_l", "legendre_polynomial_p",
+]
+
+
+@pytest.fixture(autouse=True)
+def no_fallback(monkeypatch):
+    monkeypatch.setenv("TORCH_TPU_FALLBACK", "0")
+
+
+def close(got, want, dtype):
+    assert got.dtype == want.dtype
+    fin = torch.isfinite(want)
+    assert torch.equal(torch.isnan(got), torch.isnan(want))
+    scale = want.where(fin, 0).abs().amax(dim=0, keepdim=True).clamp_min(1)
+    tol = 1e-4 if dtype == torch.float32 else 1e-9
+    err = (got - want).abs().where(fin, 0)
+    bound = tol * want.where(fin, 0).abs() + tol * scale
+    assert bool((err <= bound).all()), (got, want)
+    assert torch.equal(got.where(fin, 0) * 0, want.where(fin, 0) * 0)
+
+
+@pytest.mark.parametrize("name", FNS)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_small_degrees(name, dtype):
+    fn = getattr(torch.special, name)
+    x = torch.tensor([-1.5, -1.0, -0.7, -0.3, 0.0, 0.25, 0.5, 0.9, 1.0, 1.2,
+                      2.5, float("nan")], dtype=dtype)[:, None]
+    n = torch.tensor([-2, 0, 1, 2, 3, 5, 7, 9, 12, 20], dtype=dtype)[None, :]
+    want = fn(x, n)
+    got = fn(x.to("tpu"), n.to("tpu")).cpu()
+    close(got, want, dtype)
+
+
+@pytest.mark.parametrize("name", FNS[:8])
+def test_chebyshev_high_degrees(name):
+    fn = getattr(torch.special, name)
+    x = torch.tensor([-1.01, -0.6, 0.2, 0.45, 0.8, 1.003], dtype=torch.float64)[:, None]
+    n = torch.tensor([30, 64, 65, 100, 200], dtype=torch.float64)[None, :]
+    close(fn(x.to("tpu"), n.to("tpu")).cpu(), fn(x, n), torch.float64)
+
+
+@pytest.mark.parametrize("name", FNS[8:])
+def test_degree_bound(name):
+    fn = getattr(torch.special, name)
+    x = torch.tensor([0.3, -0.4])
+    want = fn(x, 128)
+    close(fn(x.to("tpu"), 128).cpu(), want, torch.float32)
+    assert torch.isnan(fn(x.to("tpu"), 129).cpu()).all()
+
+
+@pytest.mark.parametrize("name", ["chebyshev_polynomial_t", "legendre_polynomial_p"])
+def test_scalar_forms_and_out(name):
+    fn = getattr(torch.special, name)
+    n = torch.arange(0, 6)
+    x = torch.linspace(-1, 1, 6)
+    close(fn(0.3, n.to("tpu")).cpu(), fn(0.3, n), torch.float32)
+    close(fn(x.to("tpu"), 4).cpu(), fn(x, 4), torch.float32)
+    out = torch.empty(6, device="tpu")
+    fn(x.to("tpu"), n.to("tpu"), out=out)
+    close(out.cpu(), fn(x, n), torch.float32)
