@@ -593,6 +593,14 @@ static void emit_scatter(emitter_t* e, int ni, const tpr_node_t* n) {
   signature(e, n, 0, NULL);
 }
 
+// PyTorch computes f32 (and f64, complex) matmuls and convolutions in full
+// precision, with no TF32/bf16 passes: ask XLA for HIGHEST on both operands.
+static void put_full_precision(emitter_t* e, tpr_dtype_t d) {
+  if (d == TPR_DTYPE_F32 || d == TPR_DTYPE_F64 || tpr_dtype_is_complex(d))
+    put(e, ", precision_config = [#stablehlo<precision HIGHEST>, "
+           "#stablehlo<precision HIGHEST>]");
+}
+
 static void emit_dot(emitter_t* e, const tpr_node_t* n) {
   const int64_t* v = ints_of(e, n);
   int nb = (int)v[0], nc = (int)v[1];
@@ -609,11 +617,7 @@ static void emit_dot(emitter_t* e, const tpr_node_t* n) {
   put_dims_field(e, &first, "lhs_contracting_dimensions", lc, nc);
   put_dims_field(e, &first, "rhs_contracting_dimensions", rc, nc);
   put(e, ">");
-  // PyTorch computes f32 matmuls in full f32 (no TF32/bf16 passes).
-  tpr_dtype_t d = vtype(e, operands_of(e, n)[0])->dtype;
-  if (d == TPR_DTYPE_F32 || d == TPR_DTYPE_F64 || tpr_dtype_is_complex(d))
-    put(e, ", precision_config = [#stablehlo<precision HIGHEST>, "
-           "#stablehlo<precision HIGHEST>]");
+  put_full_precision(e, vtype(e, operands_of(e, n)[0])->dtype);
   put(e, "}");
   signature(e, n, 0, NULL);
 }
@@ -759,11 +763,7 @@ static void emit_convolution(emitter_t* e, const tpr_node_t* n) {
   put_array(e, "rhs_dilation", a.rhs_dilation, a.ns);
   put(e, ", ");
   put_array(e, "window_strides", a.strides, a.ns);
-  // As dot_general: PyTorch convolves f32 in full f32 (no TF32 passes).
-  tpr_dtype_t d = vtype(e, operands_of(e, n)[0])->dtype;
-  if (d == TPR_DTYPE_F32 || d == TPR_DTYPE_F64 || tpr_dtype_is_complex(d))
-    put(e, ", precision_config = [#stablehlo<precision HIGHEST>, "
-           "#stablehlo<precision HIGHEST>]");
+  put_full_precision(e, vtype(e, operands_of(e, n)[0])->dtype);
   put(e, "}");
   signature(e, n, 0, NULL);
 }
