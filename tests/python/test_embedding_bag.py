@@ -1,0 +1,58 @@
+"""F.embedding_bag on the device (aten::_embedding_bag[_forward_only]) against
+CPU, fallback off: sum / mean / max, offsets and 2-d input,
+include_last_offset, per_sample_weights, padding_idx, empty bags."""
+import pytest
+import torch
+import torch.nn.functional as F
+
+
+@pytest.fixture(autouse=True)
+def _no_fallback(monkeypatch):
+    monkeypatch.setenv("TORCH_TPU_FALLBACK", "0")
+
+
+def _check(tpu, weight, inp, **kw):
+    want = F.embedding_bag(inp, weight, **kw)
+    dkw = dict(kw)
+    for k in ("offsets", "per_sample_weights"):
+        if dkw.get(k) is not None:
+            dkw[k] = dkw[k].to(tpu)
+    got = F.embedding_bag(inp.to(tpu), weight.to(tpu), **dkw).cpu()
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
+
+
+W = torch.randn(10, 5, generator=torch.Generator().manual_seed(0))
+IDX = torch.tensor([1, 2, 4, 5, 4, 3, 2, 9, 0, 7])
+OFFS = torch.tensor([0, 3, 3, 7])  # bag 1 is empty
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+def test_offsets(tpu, mode):
+    _check(tpu, W, IDX, offsets=OFFS, mode=mode)
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+def test_2d_input(tpu, mode):
+    _check(tpu, W, IDX.view(2, 5), mode=mode)
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+def test_include_last_offset(tpu, mode):
+    _check(tpu, W, IDX, offsets=torch.tensor([0, 2, 6, 8]), mode=mode,
+           include_last_offset=True)
+
+
+def test_per_sample_weights(tpu):
+    psw = torch.randn(10, generator=torch.Generator().manual_seed(1))
+    _check(tpu, W, IDX, offsets=OFFS, mode="sum", per_sample_weights=psw)
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+def test_padding_idx(tpu, mode):
+    # bag 0 loses index 2; bag 2 = [9, 0, 2, 2] -> [9, 0]; bag 3 is all padding.
+    idx = torch.tensor([1, 2, 4, 9, 0, 2, 2, 2])
+    _check(tpu, W, idx, offsets=torch.tensor([0, 3, 3, 7]), mode=mode, padding_idx=2)
+
+
+def test_int32_indices(tpu):
+    _check(tpu, W, IDX.int(), offsets=OFFS.int(), mode="mean")
