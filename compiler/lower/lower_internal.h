@@ -65,6 +65,7 @@ LW_DECLARE_TABLE(random_more);  // rules_random.c
 LW_DECLARE_TABLE(misc);
 // matrix factorizations (rules_factor.c)
 LW_DECLARE_TABLE(factor);
+LW_DECLARE_TABLE(grid);  // grid sampling (rules_grid.c)
 
 
 #define LW_DEFINE_TABLE(group, ...)                                  \
