@@ -66,6 +66,7 @@ LW_DECLARE_TABLE(misc);
 // matrix factorizations (rules_factor.c)
 LW_DECLARE_TABLE(factor);
 LW_DECLARE_TABLE(embedding_bag);  // rules_embedding_bag.c
+LW_DECLARE_TABLE(grid);  // grid sampling (rules_grid.c)
 
 
 #define LW_DEFINE_TABLE(group, ...)                                  \

@@ -1,0 +1,72 @@
+"""grid_sampler_2d (F.grid_sample) on tpu against PyTorch's CPU results,
+every interpolation x padding mode x align_corners, the CPU fallback off.
+
+Tolerance: coordinates, reflection and tap weights are the same f32
+formulas as PyTorch's kernel, but XLA may fuse or reorder the few
+multiply-adds per point, so f32 results may differ by a few ulps of the
+O(1) values: rtol 1e-5, atol 1e-5. bfloat16 inputs compute in f32 and round
+once, so they are held to one bf16 rounding (rtol 1e-2)."""
+import itertools
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+MODES = ["bilinear", "nearest", "bicubic"]
+PADS = ["zeros", "border", "reflection"]
+
+
+@pytest.fixture(autouse=True)
+def no_fallback(monkeypatch):
+    monkeypatch.setenv("TORCH_TPU_FALLBACK", "0")
+
+
+def make(n=2, c=3, h=5, w=7, ho=4, wo=6, spread=1.6, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, c, h, w, generator=g)
+    grid = (torch.rand(n, ho, wo, 2, generator=g) * 2 - 1) * spread
+    # exact corners, centres and far-out points
+    grid[0, 0, :4] = torch.tensor([[-1.0, -1.0], [1.0, 1.0], [0.0, 0.0], [3.7, -2.9]])
+    return x, grid
+
+
+@pytest.mark.parametrize("mode,pad,align", list(itertools.product(MODES, PADS, [False, True])))
+def test_grid_sample_f32(tpu, mode, pad, align):
+    x, grid = make()
+    want = F.grid_sample(x, grid, mode=mode, padding_mode=pad, align_corners=align)
+    got = F.grid_sample(x.to(tpu), grid.to(tpu), mode=mode, padding_mode=pad,
+                        align_corners=align).cpu()
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("mode,pad", list(itertools.product(MODES, PADS)))
+def test_grid_sample_wide_reflection_and_size1(tpu, mode, pad):
+    # grid far outside (several reflections) and a size-1 spatial dim
+    for h, w, spread in [(4, 6, 5.0), (1, 5, 2.5), (3, 1, 2.5)]:
+        for align in (False, True):
+            x, grid = make(h=h, w=w, spread=spread, seed=h * 10 + w)
+            want = F.grid_sample(x, grid, mode=mode, padding_mode=pad, align_corners=align)
+            got = F.grid_sample(x.to(tpu), grid.to(tpu), mode=mode, padding_mode=pad,
+                                align_corners=align).cpu()
+            torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "nearest"])
+def test_grid_sample_bf16(tpu, mode):
+    x, grid = make()
+    x, grid = x.bfloat16(), grid.bfloat16()
+    want = F.grid_sample(x.float(), grid.float(), mode=mode, align_corners=False)
+    got = F.grid_sample(x.to(tpu), grid.to(tpu), mode=mode, align_corners=False).cpu()
+    assert got.dtype == torch.bfloat16
+    torch.testing.assert_close(got.float(), want, rtol=1e-2, atol=1e-2)
+
+
+def test_grid_sample_zeros_ignores_inf_outside(tpu):
+    # out-of-range taps contribute exactly 0, even next to inf values
+    x = torch.ones(1, 1, 3, 3)
+    x[0, 0, :, 0] = float("inf")
+    grid = torch.tensor([[[[1.9, 0.0], [2.5, 0.5]]]])
+    want = F.grid_sample(x, grid, mode="bilinear", padding_mode="zeros", align_corners=True)
+    got = F.grid_sample(x.to(tpu), grid.to(tpu), mode="bilinear", padding_mode="zeros",
+                        align_corners=True).cpu()
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
