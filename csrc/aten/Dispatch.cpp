@@ -73,22 +73,23 @@ at::Tensor to_meta(const at::Tensor& t) {
       .as_strided(t.sizes(), t.strides(), t.storage_offset());
 }
 
-bool is_generator_arg(const c10::Argument& a) {
+// The argument's schema type with any Optional[...] removed.
+c10::TypePtr value_type(const c10::Argument& a) {
   auto t = a.type();
   if (auto opt = t->cast<c10::OptionalType>()) t = opt->getElementType();
-  return t->kind() == c10::TypeKind::GeneratorType;
+  return t;
+}
+
+bool is_generator_arg(const c10::Argument& a) {
+  return value_type(a)->kind() == c10::TypeKind::GeneratorType;
 }
 
 bool is_scalar_arg(const c10::Argument& a) {
-  auto t = a.type();
-  if (auto opt = t->cast<c10::OptionalType>()) t = opt->getElementType();
-  return t->kind() == c10::TypeKind::NumberType;
+  return value_type(a)->kind() == c10::TypeKind::NumberType;
 }
 
 bool is_scalar_list_arg(const c10::Argument& a) {
-  auto t = a.type();
-  if (auto opt = t->cast<c10::OptionalType>()) t = opt->getElementType();
-  auto l = t->cast<c10::ListType>();
+  auto l = value_type(a)->cast<c10::ListType>();
   return l && l->getElementType()->kind() == c10::TypeKind::NumberType;
 }
 
@@ -190,9 +191,8 @@ void convert_arg(CallState& st, const c10::Argument& schema_arg,
       a.kind = TPR_ARG_OTHER;
     }
     // ScalarType arguments are ints in the IValue: map them.
-    auto t = schema_arg.type();
-    if (auto opt = t->cast<c10::OptionalType>()) t = opt->getElementType();
-    if (t->kind() == c10::TypeKind::ScalarTypeType && a.kind == TPR_ARG_INT) {
+    if (value_type(schema_arg)->kind() == c10::TypeKind::ScalarTypeType &&
+        a.kind == TPR_ARG_INT) {
       a.kind = TPR_ARG_DTYPE;
       a.dtype = to_tpr_dtype(static_cast<c10::ScalarType>(a.i));
     }
