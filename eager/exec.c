@@ -497,3 +497,33 @@ tpr_status_t tpr_storage_resize(tpr_storage_t* storage, size_t nbytes) {
                            targets, lower_resize};
   return tpr_eager_run(&call);
 }
+
+//===--- fused eager -------------------------------------------------------===//
+
+static atomic_bool fused_mode;
+
+const char* tpr_cut_cause_name(tpr_cut_cause_t cause) {
+  static const char* names[TPR_CUT_COUNT_] = {
+      "host_read", "host_write", "synchronize", "size_limit", "device_change",
+      "mode_change", "resize", "explicit", "other"};
+  return (unsigned)cause < TPR_CUT_COUNT_ ? names[cause] : "unknown";
+}
+
+tpr_status_t tpr_fused_flush_locked(tpr_cut_cause_t cause) {
+  (void)cause;
+  return tpr_ok_status();
+}
+
+tpr_status_t tpr_eager_flush(tpr_cut_cause_t cause) {
+  tpr_eager_lock();
+  tpr_status_t s = tpr_fused_flush_locked(cause);
+  tpr_eager_unlock();
+  return s;
+}
+
+void tpr_eager_set_fused(bool on) {
+  if (!on && atomic_load(&fused_mode)) tpr_status_free(tpr_eager_flush(TPR_CUT_MODE_CHANGE));
+  atomic_store(&fused_mode, on);
+}
+
+bool tpr_eager_fused(void) { return atomic_load(&fused_mode); }

@@ -33,6 +33,10 @@ size_t tpr_exec_cache_size(void);
 tpr_status_t tpr_disk_cache_load(const uint64_t key[2], tpr_executable_t** out);
 void tpr_disk_cache_store(const uint64_t key[2], tpr_executable_t* exe);
 
+// tpr_eager_flush with the executor lock held. Anything that reads or
+// replaces storage->buffer outside tpr_eager_run must call it first.
+tpr_status_t tpr_fused_flush_locked(tpr_cut_cause_t cause);
+
 // Bounded queue of in-flight results; synchronize drains it.
 void tpr_pending_push(tpr_buffer_t* buffer);  // retains
 tpr_status_t tpr_pending_drain(void);

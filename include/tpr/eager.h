@@ -137,6 +137,33 @@ tpr_status_t tpr_eager_run(const tpr_eager_call_t* call) TPR_MUST_USE_RESULT;
 // dtype and broadcast to its shape.
 tpr_status_t tpr_eager_lower_copy(tpr_lower_ctx_t* ctx);
 
+//===--- fused eager -------------------------------------------------------===//
+//
+// In fused mode tpr_eager_run only appends the op to a pending graph; the
+// graph is compiled (cached by hash) and run at a cut: a host read, a
+// synchronize, a size limit, a device or mode change, or an explicit flush.
+
+// Why a pending graph was cut (metrics).
+typedef enum tpr_cut_cause {
+  TPR_CUT_HOST_READ = 0,   // .cpu(), .item(), printing, data-dependent shapes
+  TPR_CUT_HOST_WRITE,      // a host copy into a storage the graph touches
+  TPR_CUT_SYNCHRONIZE,     // torch.tpu.synchronize()
+  TPR_CUT_SIZE_LIMIT,      // the graph reached its node bound
+  TPR_CUT_DEVICE_CHANGE,   // an op on another device
+  TPR_CUT_MODE_CHANGE,     // leaving fused mode
+  TPR_CUT_RESIZE,          // a storage the graph touches changed size
+  TPR_CUT_EXPLICIT,        // tpr_eager_flush from the API (mark_step)
+  TPR_CUT_OTHER,           // anything that reads storages directly
+  TPR_CUT_COUNT_
+} tpr_cut_cause_t;
+
+const char* tpr_cut_cause_name(tpr_cut_cause_t cause);
+
+void tpr_eager_set_fused(bool on);  // cuts the pending graph when turning off
+bool tpr_eager_fused(void);
+// Compiles and runs the pending graph, if any; no-op in strict mode.
+tpr_status_t tpr_eager_flush(tpr_cut_cause_t cause) TPR_MUST_USE_RESULT;
+
 //===--- the persistent executable cache ---------------------------------===//
 //
 // Executables compiled by this process are also written under
