@@ -69,6 +69,14 @@ py::dict runtime_stats() {
   d["cache_hits"] = e.cache_hits;
   d["cache_misses"] = e.cache_misses;
   d["cached_executables"] = e.cached_executables;
+  d["cache_evictions"] = e.cache_evictions;
+  d["fused_ops"] = e.fused_ops;
+  d["fused_graphs"] = e.fused_graphs;
+  d["pending_ops"] = e.pending_ops;
+  py::dict cuts;
+  for (int c = 0; c < TPR_CUT_COUNT_; c++)
+    cuts[tpr_cut_cause_name(static_cast<tpr_cut_cause_t>(c))] = e.cuts[c];
+  d["graph_cuts"] = cuts;
   tpr_disk_cache_stats_t dc;
   tpr_disk_cache_get_stats(&dc);
   d["disk_cache_dir"] = tpr_disk_cache_dir();
@@ -125,6 +133,17 @@ PYBIND11_MODULE(_C, m) {
   });
   m.def("_set_launch_blocking", [](bool on) { tpr_eager_set_launch_blocking(on); });
   m.def("_launch_blocking", [] { return tpr_eager_launch_blocking(); });
+  m.def("_set_fused", [](bool on) {
+    py::gil_scoped_release nogil;
+    check(tpr_eager_set_fused(on));
+  });
+  m.def("_fused", [] { return tpr_eager_fused(); });
+  m.def("_set_fuse_max_ops", [](int64_t n) { tpr_eager_set_fuse_max_ops(n); });
+  m.def("_flush", [] {
+    if (!is_initialized()) return;
+    py::gil_scoped_release nogil;
+    check(tpr_eager_flush(TPR_CUT_EXPLICIT));
+  });
   m.def("_lowered_ops", &lowered_ops);
   m.def("_default_generator", [](int d) {
     return py::reinterpret_steal<py::object>(THPGenerator_initDefaultGenerator(

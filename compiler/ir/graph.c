@@ -78,6 +78,25 @@ void tpr_graph_reset(tpr_graph_t* g) {
   g->status = tpr_ok_status();
 }
 
+tpr_graph_mark_t tpr_graph_get_mark(const tpr_graph_t* g) {
+  tpr_graph_mark_t m = {g->num_nodes, g->num_values, g->num_operands,
+                        g->num_ints,  g->num_params, g->data_size};
+  return m;
+}
+
+void tpr_graph_rollback(tpr_graph_t* g, const tpr_graph_mark_t* m) {
+  g->num_nodes = m->nodes;
+  g->num_values = m->values;
+  g->num_operands = m->operands;
+  g->num_ints = m->ints;
+  g->num_params = m->params;
+  g->data_size = m->data;
+  tpr_status_free(g->status);
+  g->status = tpr_ok_status();
+}
+
+int32_t tpr_graph_num_nodes(const tpr_graph_t* g) { return g->num_nodes; }
+
 //===--- errors ------------------------------------------------------------===//
 
 bool tpr_graph_ok(const tpr_graph_t* g) { return tpr_status_is_ok(g->status); }

@@ -61,6 +61,20 @@ void tpr_graph_free(tpr_graph_t* graph);
 // Empties the graph but keeps its memory, for reuse on the hot path.
 void tpr_graph_reset(tpr_graph_t* graph);
 
+// A point in a graph's construction to roll back to: an op that fails half
+// way through its rule leaves the graph as it was (fused eager keeps one
+// graph across many ops).
+typedef struct tpr_graph_mark {
+  int32_t nodes, values, operands, ints, params;
+  size_t data;
+} tpr_graph_mark_t;
+
+tpr_graph_mark_t tpr_graph_get_mark(const tpr_graph_t* graph);
+// Drops every node and parameter added after |mark| and clears the error.
+// Results must not have been added since.
+void tpr_graph_rollback(tpr_graph_t* graph, const tpr_graph_mark_t* mark);
+int32_t tpr_graph_num_nodes(const tpr_graph_t* graph);
+
 // The first error recorded by a builder, or OK. The returned status is a
 // fresh copy owned by the caller.
 tpr_status_t tpr_graph_status(const tpr_graph_t* graph) TPR_MUST_USE_RESULT;

@@ -23,12 +23,16 @@ const char* tpr_test_plugin_path(void) {
   return (p && *p) ? p : NULL;
 }
 
+static int64_t live_before;
+
+void tpr_test_rebaseline(void) { live_before = tpr_live_allocations(); }
+
 int main(int argc, char** argv) {
   const char* filter = argc > 1 ? argv[1] : NULL;
   int passed = 0, failed = 0;
   for (int i = 0; i < num_tests; i++) {
     if (filter && !strstr(tests[i].name, filter)) continue;
-    int64_t live_before = tpr_live_allocations();
+    live_before = tpr_live_allocations();
     int f = 0;
     tests[i].fn(&f);
     int64_t leaked = tpr_live_allocations() - live_before;

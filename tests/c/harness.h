@@ -13,6 +13,8 @@
 
 typedef void (*tpr_test_fn_t)(int* failed);
 void tpr_test_register(const char* name, tpr_test_fn_t fn);
+// Restarts the test's leak count here (after creating process-wide state).
+void tpr_test_rebaseline(void);
 // Path of the PJRT plugin for tests, or NULL (tests needing it then fail).
 const char* tpr_test_plugin_path(void);
 
