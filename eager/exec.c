@@ -229,7 +229,9 @@ static double now_seconds(void) {
 
 // The executable for the graph: from memory, else from the disk cache, else
 // compiled (and written to both).
-static tpr_status_t get_executable(const char* op_name, tpr_executable_t** out) {
+tpr_status_t tpr_eager_get_executable_locked(tpr_graph_t* graph,
+                                             const char* op_name,
+                                             tpr_executable_t** out) {
   uint64_t key[2];
   tpr_graph_hash(graph, key);
   tpr_executable_t* exe = tpr_exec_cache_find(key);
@@ -309,7 +311,7 @@ static tpr_status_t run_locked(const tpr_eager_call_t* call) {
   if (num_results == 0) return tpr_ok_status();
 
   tpr_executable_t* exe;
-  TPR_RETURN_IF_ERROR(get_executable(call->op_name, &exe));
+  TPR_RETURN_IF_ERROR(tpr_eager_get_executable_locked(graph, call->op_name, &exe));
   GROW(results, cap_result_buffers, num_results);
   TPR_RETURN_IF_ERROR(tpr_executable_execute(exe, call->device, params,
                                              (size_t)num_params, NULL, results,
