@@ -22,7 +22,6 @@ import threading
 import time
 
 import torch
-from torch._subclasses.fake_tensor import FakeTensor
 
 from . import _C
 
@@ -145,18 +144,23 @@ class _Builder:
     def __init__(self, gm, example_inputs, name):
         self.gm, self.name = gm, name
         self.placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
-        specs = [_type_spec(v, f"{name} input {i}") for i, v in enumerate(example_inputs)]
+        # Integer inputs (sizes of a graph specialised per shape) are baked
+        # in as constants; the runner checks they still hold.
+        self.baked = {i: v for i, v in enumerate(example_inputs) if isinstance(v, int)}
+        tensor_pos = [i for i in range(len(example_inputs)) if i not in self.baked]
+        specs = [_type_spec(example_inputs[i], f"{name} input {i}") for i in tensor_pos]
         self.prog = _C.Program(specs)
         ids = self.prog.inputs()
-        self.env = {n: ids[i] for i, n in enumerate(self.placeholders)}
-        self.input_index = {n: i for i, n in enumerate(self.placeholders)}
-        self.consts = {}
+        self.constants = {self.placeholders[i]: v for i, v in self.baked.items()}
+        self.env = {self.placeholders[i]: ids[k] for k, i in enumerate(tensor_pos)}
+        # Placeholder -> program input index (tensors only).
+        self.input_index = {self.placeholders[i]: k for k, i in enumerate(tensor_pos)}
 
     def _standin(self, node, tensors):
         """A meta tensor standing for |node|'s graph value in a C call."""
+        if node in self.constants:  # get_attr tensors, baked integer inputs
+            return self.constants[node]
         v = self.env[node]
-        if isinstance(v, torch.Tensor):  # a get_attr constant
-            return v
         val = node.meta.get("val")
         t = torch.empty(tuple(val.shape) if val is not None else (), device="meta",
                         dtype=val.dtype if val is not None else torch.float32)
@@ -217,7 +221,7 @@ class _Builder:
                 continue
             if node.op == "get_attr":
                 t = getattr(self.gm, node.target)
-                self.env[node] = t.detach().cpu() if isinstance(t, torch.Tensor) else t
+                self.constants[node] = t.detach().cpu() if isinstance(t, torch.Tensor) else t
             elif node.op == "call_function":
                 self.lower_node(node)
             elif node.op == "output":
@@ -226,7 +230,9 @@ class _Builder:
                 raise TpuCompileError(f"{self.name}: unsupported FX node {node.op} {node.target}")
         layout, fresh = [], 0
         for o in outputs:
-            if isinstance(o, torch.fx.Node) and o in self.input_index:
+            if isinstance(o, torch.fx.Node) and o in self.constants:
+                layout.append(("const", self.constants[o]))
+            elif isinstance(o, torch.fx.Node) and o in self.input_index:
                 layout.append(("input", self.input_index[o]))
             elif isinstance(o, torch.fx.Node):
                 val = o.meta.get("val")
@@ -244,15 +250,19 @@ class _Builder:
         if compiled:
             _add_seconds("xla_seconds", time.perf_counter() - t0)
         _count("programs")
-        return _runner(self.prog, layout)
+        return _runner(self.prog, layout, self.baked)
 
 
-def _runner(prog, layout):
+def _runner(prog, layout, baked):
     """A boxed callable running one program: ("out", k) fresh output k,
-    ("input", i) an input returned as it is, ("const", v) a constant."""
+    ("input", i) tensor input i returned as it is, ("const", v) a constant."""
 
     def run(args):
-        inputs = list(args)
+        for i, v in baked.items():
+            if args[i] != v:
+                raise TpuCompileError(f"compiled graph input {i} was specialised to {v}, "
+                                      f"got {args[i]}")
+        inputs = [a for i, a in enumerate(args) if i not in baked]
         args.clear()  # boxed convention: inputs may die as soon as possible
         outs = prog.run(inputs)
         return [outs[v] if kind == "out" else inputs[v] if kind == "input" else v
@@ -263,9 +273,12 @@ def _runner(prog, layout):
 
 
 def _compile_graph(gm, example_inputs, kind):
+    from torch._subclasses.fake_tensor import unset_fake_temporarily
+
     t0 = time.perf_counter()
     name = f"compiled_{kind}_{len(list(gm.graph.nodes))}nodes"
-    compiled = _Builder(gm, example_inputs, name).build()
+    with unset_fake_temporarily():  # constants and stand-ins are real tensors
+        compiled = _Builder(gm, example_inputs, name).build()
     _add_seconds("seconds", time.perf_counter() - t0)
     return compiled
 

@@ -16,6 +16,11 @@ bool is_generator_arg(const c10::Argument& a) {
   return value_type(a)->kind() == c10::TypeKind::GeneratorType;
 }
 
+bool draws_from_default_generator(const std::string& name) {
+  return name.rfind("aten::native_dropout", 0) == 0 &&
+         name != "aten::native_dropout_backward";
+}
+
 namespace {
 
 bool is_scalar_arg(const c10::Argument& a) {

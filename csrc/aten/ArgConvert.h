@@ -35,6 +35,10 @@ class TensorArgSink {
                            tpr_eager_arg_t& out) = 0;
 };
 
+// Random ops whose schema has no Generator argument but draw from the
+// default one (native_dropout): the caller appends a GENERATOR argument.
+bool draws_from_default_generator(const std::string& op_name);
+
 // Lists and strings that must outlive the C call.
 struct ArgStore {
   std::deque<std::vector<int64_t>> int_lists;

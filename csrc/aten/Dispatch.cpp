@@ -502,8 +502,7 @@ bool run_native(const c10::OperatorHandle& op, torch::jit::Stack* stack,
     }
   }
   // Random ops whose schema has no Generator draw from the default one.
-  if (gen_index < 0 && name.rfind("aten::native_dropout", 0) == 0 &&
-      name != "aten::native_dropout_backward") {
+  if (gen_index < 0 && draws_from_default_generator(name)) {
     st.args.emplace_back();
     std::memset(&st.args.back(), 0, sizeof(tpr_eager_arg_t));
     st.args.back().arg.kind = TPR_ARG_GENERATOR;

@@ -134,6 +134,7 @@ class Program {
     tpr_graph_t* g = tpr_program_graph(p_);
     ArgStore store;
     GraphSink sink(g, ids, full.c_str());
+    bool random = draws_from_default_generator(full);
     std::vector<tpr_eager_arg_t> eargs(args.size());
     std::vector<tpr_arg_t> cargs(args.size());
     for (size_t i = 0; i < args.size(); i++) {
@@ -141,14 +142,13 @@ class Program {
       c10::IValue v = torch::jit::toIValue(args[i], sa.real_type());
       tpr_eager_arg_t& ea = eargs[i];
       std::memset(&ea, 0, sizeof ea);
-      bool rng = false;
-      convert_arg(store, sink, sa, v, full.c_str(), ea, rng);
-      TORCH_CHECK_NOT_IMPLEMENTED(
-          !rng, full, " draws random numbers, which compiled tpu graphs do not support "
-          "yet (run it outside torch.compile)");
+      convert_arg(store, sink, sa, v, full.c_str(), ea, random);
       if (ea.arg.kind == TPR_ARG_TENSOR && ea.arg.is_scalar) ea.arg.value = sink.scalar(ea);
       cargs[i] = ea.arg;
     }
+    TORCH_CHECK_NOT_IMPLEMENTED(
+        !random, full, " draws random numbers, which compiled tpu graphs do not "
+        "support yet (run it outside torch.compile, or in eval mode)");
     std::vector<tpr_type_t> out_types;
     for (const auto& t : out_specs) out_types.push_back(make_type(t, full.c_str()));
     std::vector<tpr_value_t> outs(out_types.size(), TPR_VALUE_NONE);
