@@ -113,3 +113,60 @@ TPR_TEST(program_rejects_bad_outputs) {
   CHECK_STATUS(tpr_program_run(p, 0, NULL, NULL), TPR_FAILED_PRECONDITION);
   tpr_program_free(p);
 }
+
+// Runs one view rule on x = [[0,1,2],[3,4,5]] and reads the result.
+static tpr_status_t run_view_rule(const char* op, const tpr_arg_t* extra, int num_extra,
+                                  tpr_type_t out_type, float* got) {
+  tpr_type_t t = tpr_type_make(TPR_DTYPE_F32, 2, (int64_t[]){2, 3});
+  tpr_program_t* p = NULL;
+  tpr_value_t in;
+  TPR_RETURN_IF_ERROR(tpr_program_create(&t, 1, &p, &in));
+  tpr_arg_t args[6] = {{.kind = TPR_ARG_TENSOR, .value = in}};
+  for (int i = 0; i < num_extra; i++) args[1 + i] = extra[i];
+  tpr_value_t out = TPR_VALUE_NONE;
+  tpr_lower_ctx_t ctx = {tpr_program_graph(p), op, args, 1 + num_extra, &out_type, 1, &out};
+  tpr_status_t s = tpr_lower(&ctx);
+  if (tpr_status_is_ok(s)) s = tpr_program_add_output(p, out, -1);
+  if (tpr_status_is_ok(s)) s = tpr_program_compile(p, op, NULL);
+  tpr_storage_t *x = NULL, *y = NULL;
+  size_t ybytes = (size_t)tpr_type_numel(&out_type) * sizeof(float);
+  if (tpr_status_is_ok(s)) s = tpr_storage_create(0, 6 * sizeof(float), &x);
+  if (tpr_status_is_ok(s)) s = tpr_storage_create(0, ybytes, &y);
+  float xv[6] = {0, 1, 2, 3, 4, 5};
+  tpr_tensor_ref_t xr = {x, TPR_DTYPE_F32, 1, {6}, {1}, 0};
+  tpr_tensor_ref_t yr = {y, TPR_DTYPE_F32, 1, {(int64_t)(ybytes / sizeof(float))}, {1}, 0};
+  if (tpr_status_is_ok(s)) s = tpr_tensor_write_host(&xr, xv, sizeof xv);
+  if (tpr_status_is_ok(s)) s = tpr_program_run(p, 0, &x, &y);
+  if (tpr_status_is_ok(s)) s = tpr_tensor_read_host(&yr, got, ybytes);
+  tpr_status_free(tpr_eager_synchronize(0));
+  tpr_storage_release(x);
+  tpr_storage_release(y);
+  tpr_program_free(p);
+  return s;
+}
+
+TPR_TEST(program_view_rules_give_dense_values) {
+  CHECK_OK(init_eager());
+  float got[6];
+  int64_t perm[2] = {1, 0};
+  tpr_arg_t dims = {.kind = TPR_ARG_INT_LIST, .ints = perm, .count = 2};
+  CHECK_OK(run_view_rule("aten::permute", &dims, 1,
+                         tpr_type_make(TPR_DTYPE_F32, 2, (int64_t[]){3, 2}), got));
+  CHECK(got[0] == 0 && got[1] == 3 && got[2] == 1 && got[5] == 5);
+  tpr_arg_t slice[4] = {{.kind = TPR_ARG_INT, .i = 1}, {.kind = TPR_ARG_INT, .i = -2},
+                        {.kind = TPR_ARG_NONE}, {.kind = TPR_ARG_INT, .i = 1}};
+  CHECK_OK(run_view_rule("aten::slice.Tensor", slice, 4,
+                         tpr_type_make(TPR_DTYPE_F32, 2, (int64_t[]){2, 2}), got));
+  CHECK(got[0] == 1 && got[1] == 2 && got[2] == 4 && got[3] == 5);
+  tpr_arg_t select[2] = {{.kind = TPR_ARG_INT, .i = 0}, {.kind = TPR_ARG_INT, .i = -1}};
+  CHECK_OK(run_view_rule("aten::select.int", select, 2,
+                         tpr_type_make(TPR_DTYPE_F32, 1, (int64_t[]){3}), got));
+  CHECK(got[0] == 3 && got[1] == 4 && got[2] == 5);
+  tpr_arg_t diag[3] = {{.kind = TPR_ARG_INT, .i = 1}, {.kind = TPR_ARG_INT, .i = 0},
+                       {.kind = TPR_ARG_INT, .i = 1}};
+  CHECK_OK(run_view_rule("aten::diagonal", diag, 3,
+                         tpr_type_make(TPR_DTYPE_F32, 1, (int64_t[]){2}), got));
+  CHECK(got[0] == 1 && got[1] == 5);
+  // Each rule's executable stays in the process-wide cache.
+  tpr_test_keep_allocations();
+}

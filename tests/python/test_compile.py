@@ -18,7 +18,7 @@ from torch_tpu._compile import TpuCompileError
 from conftest import run_python
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
-from models import TinyGPT, gpt_batch, gpt_loss  # noqa: E402
+from models import TinyGPT, gpt_batch, gpt_loss, gpt_train_step  # noqa: E402
 
 # f32 through XLA: fused reductions and dots may associate differently from
 # the one-op-per-graph eager path; 1e-4 relative covers the depths here.
@@ -141,14 +141,7 @@ def test_training_step_with_capturable_adamw_updates_in_place(tpu):
         # eps well above the gradients' float noise: with a tiny eps Adam's
         # m / sqrt(v) turns noise in near-zero gradients into O(lr) steps.
         opt = torch.optim.AdamW(m.parameters(), lr=1e-2, eps=1e-3, capturable=True)
-
-        def step(a, b):
-            opt.zero_grad(set_to_none=True)
-            loss = gpt_loss(m, a, b)
-            loss.backward()
-            opt.step()
-            return loss
-        return step
+        return gpt_train_step(m, opt)
 
     step, ref_step = torch.compile(make_step(model), backend="tpu"), make_step(ref)
     donated = stats()["donated_buffers"]
