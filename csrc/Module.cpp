@@ -5,9 +5,14 @@
 #include <torch/extension.h>
 
 #include "aten/Dispatch.h"
+#include "compile/Program.h"
 #include "core/TpuContext.h"
 #include "core/TpuGenerator.h"
 #include "core/TpuStatus.h"
+
+extern "C" {
+#include "tpr/program.h"
+}
 
 namespace py = pybind11;
 using namespace torch_tpu;
@@ -77,6 +82,12 @@ py::dict runtime_stats() {
   for (int c = 0; c < TPR_CUT_COUNT_; c++)
     cuts[tpr_cut_cause_name(static_cast<tpr_cut_cause_t>(c))] = e.cuts[c];
   d["graph_cuts"] = cuts;
+  tpr_program_stats_t ps;
+  tpr_program_get_stats(&ps);
+  d["program_compiles"] = ps.programs_compiled;
+  d["program_cache_hits"] = ps.programs_cached;
+  d["program_runs"] = ps.runs;
+  d["donated_buffers"] = ps.donated_buffers;
   tpr_disk_cache_stats_t dc;
   tpr_disk_cache_get_stats(&dc);
   d["disk_cache_dir"] = tpr_disk_cache_dir();
@@ -129,6 +140,7 @@ PYBIND11_MODULE(_C, m) {
     tpr_runtime_reset_stats();
     tpr_eager_reset_stats();
     tpr_disk_cache_reset_stats();
+    tpr_program_reset_stats();
     reset_fallback_counts();
   });
   m.def("_set_launch_blocking", [](bool on) { tpr_eager_set_launch_blocking(on); });
@@ -150,4 +162,5 @@ PYBIND11_MODULE(_C, m) {
         default_generator(static_cast<c10::DeviceIndex>(d))));
   });
   m.def("_live_c_allocations", [] { return tpr_live_allocations(); });
+  init_program_bindings(m);
 }

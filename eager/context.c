@@ -79,7 +79,10 @@ static tpr_status_t await_oldest(int n, tpr_buffer_t** taken) {
 static tpr_status_t await_all(tpr_buffer_t** bufs, int n) {
   tpr_status_t first = tpr_ok_status();
   for (int i = 0; i < n; i++) {
-    first = tpr_status_join(first, tpr_buffer_await(bufs[i]));
+    // A donated buffer was consumed by a later execution, which waited for
+    // it; there is nothing left to wait for.
+    if (!tpr_buffer_is_donated(bufs[i]))
+      first = tpr_status_join(first, tpr_buffer_await(bufs[i]));
     tpr_buffer_release(bufs[i]);
   }
   return first;

@@ -325,7 +325,9 @@ static double now_seconds(void) {
 
 // The executable for the graph: from memory, else from the disk cache, else
 // compiled (and written to both).
-static tpr_status_t get_executable(const char* what, tpr_executable_t** out) {
+tpr_status_t tpr_eager_get_executable_locked(tpr_graph_t* graph,
+                                             const char* what,
+                                             tpr_executable_t** out) {
   uint64_t key[2];
   tpr_graph_hash(graph, key);
   tpr_executable_t* exe = tpr_exec_cache_find(key);
@@ -380,7 +382,7 @@ static tpr_status_t execute_pending(void) {
     snprintf(what, sizeof what, "a fused graph of %d ops (last %s)", graph_ops,
              graph_op_name);
   tpr_executable_t* exe;
-  TPR_RETURN_IF_ERROR(get_executable(what, &exe));
+  TPR_RETURN_IF_ERROR(tpr_eager_get_executable_locked(graph, what, &exe));
   GROW(results, cap_result_buffers, num_results);
   TPR_RETURN_IF_ERROR(tpr_executable_execute(exe, graph_device, params,
                                              (size_t)num_params, NULL, results,

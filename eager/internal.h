@@ -35,6 +35,13 @@ void tpr_exec_cache_set_max_weight(int64_t weight);  // <= 0: default
 size_t tpr_exec_cache_size(void);
 void tpr_exec_cache_clear(void);
 
+// The executable for |graph| (hashed): from the in-memory cache, else the
+// disk cache, else compiled and stored in both. |what| names it in compile
+// logs. The returned executable is borrowed from the cache; lock held.
+tpr_status_t tpr_eager_get_executable_locked(tpr_graph_t* graph,
+                                             const char* what,
+                                             tpr_executable_t** out);
+
 // Persistent cache entries (disk_cache.c); lock held.
 tpr_status_t tpr_disk_cache_load(const uint64_t key[2], tpr_executable_t** out);
 void tpr_disk_cache_store(const uint64_t key[2], tpr_executable_t* exe);

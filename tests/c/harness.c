@@ -9,6 +9,9 @@ static struct {
   tpr_test_fn_t fn;
 } tests[MAX_TESTS];
 static int num_tests;
+static int64_t live_before;  // allocation baseline of the running test
+
+void tpr_test_keep_allocations(void) { live_before = tpr_live_allocations(); }
 
 void tpr_test_register(const char* name, tpr_test_fn_t fn) {
   if (num_tests < MAX_TESTS) {
@@ -22,10 +25,6 @@ const char* tpr_test_plugin_path(void) {
   const char* p = getenv("TORCH_TPU_PJRT_PLUGIN");
   return (p && *p) ? p : NULL;
 }
-
-static int64_t live_before;
-
-void tpr_test_rebaseline(void) { live_before = tpr_live_allocations(); }
 
 int main(int argc, char** argv) {
   const char* filter = argc > 1 ? argv[1] : NULL;

@@ -13,7 +13,7 @@ static tpr_status_t init_context(void) {
   tpr_eager_options_t o = {0};
   o.plugin_spec = path;
   TPR_RETURN_IF_ERROR(tpr_eager_init(&o));
-  tpr_test_rebaseline();  // the client lives as long as the process
+  tpr_test_keep_allocations();  // the client lives as long as the process
   return tpr_ok_status();
 }
 
