@@ -52,7 +52,14 @@ def test_fused_matches_strict():
         torch.testing.assert_close(g, w, rtol=1e-5, atol=1e-5)
 
 
-def test_graph_runs_at_sync_points_and_counts_causes():
+@pytest.fixture
+def from_strict():
+    """Runs the test from strict mode (the suite may run under fused)."""
+    with torch_tpu.execution_mode("strict"):
+        yield
+
+
+def test_graph_runs_at_sync_points_and_counts_causes(from_strict):
     x = torch.ones(4, device="tpu")
     with torch_tpu.execution_mode("fused"):
         before = cuts()
