@@ -72,8 +72,9 @@ def measure(name, device, backend, args, mode=None):
     infer(xi)
 
     def one_infer():
-        infer(xi)
+        out = infer(xi)  # kept alive over the sync: fused mode skips dead results
         sync(device)
+        return out
 
     latency = median_time(one_infer, reps=args.reps, warmup=1)
     if mode:

@@ -45,21 +45,23 @@ static int cap_result_buffers;
 
 static tpr_eager_stats_t stats;
 static atomic_bool fused_mode;
-static int64_t fuse_max_ops = 4096;
+static int64_t fuse_max_ops = 1024;
 static char lost_reason[256];  // why poisoned storages lost their value
 
 // Loop alignment. A loop with no sync point would otherwise be cut only by
 // the size bound, at a different place in each iteration, so every graph
 // would be new. The executor hashes a sliding window of the last LOOP_WINDOW
-// op signatures; after a size-limit cut it remembers the window there (the
-// anchor) and later cuts where the same window recurs, once the graph is at
-// least half the bound. Every later graph then starts and ends at the same
-// place in the loop and is found in the cache.
+// op signatures and remembers the windows where size-limit cuts happened
+// (anchors); later it cuts wherever an anchor recurs, once the graph is at
+// least half the bound. In a loop the cuts then settle on a fixed set of
+// places and every graph is found in the cache (also when one iteration is
+// longer than the bound: it is split the same way each time).
 #define LOOP_WINDOW 16
+#define MAX_ANCHORS 32
 static uint64_t op_window[LOOP_WINDOW];
 static unsigned op_window_pos;
-static uint64_t loop_anchor;
-static bool loop_anchor_set;
+static uint64_t loop_anchors[MAX_ANCHORS];
+static int num_anchors, next_anchor;
 static int64_t size_cut_compiles;  // compiles of graphs cut by size
 
 #define GROW(ptr, cap, need)                                                \
@@ -483,8 +485,13 @@ static uint64_t push_op_window(uint64_t sig) {
 // Cuts a fused graph at the size bound, or where a loop repeats.
 static tpr_status_t maybe_cut(uint64_t window) {
   if (graph_ops >= fuse_max_ops) {
-    loop_anchor = window;
-    loop_anchor_set = true;
+    bool known = false;
+    for (int i = 0; i < num_anchors && !known; i++) known = loop_anchors[i] == window;
+    if (!known) {
+      loop_anchors[next_anchor] = window;
+      next_anchor = (next_anchor + 1) % MAX_ANCHORS;
+      if (num_anchors < MAX_ANCHORS) num_anchors++;
+    }
     int64_t compiles_before = stats.cache_misses;
     tpr_status_t s = tpr_fused_flush_locked(TPR_CUT_SIZE_LIMIT);
     if (stats.cache_misses > compiles_before && ++size_cut_compiles == 8)
@@ -495,8 +502,9 @@ static tpr_status_t maybe_cut(uint64_t window) {
               (long long)fuse_max_ops);
     return s;
   }
-  if (loop_anchor_set && window == loop_anchor && graph_ops >= fuse_max_ops / 2)
-    return tpr_fused_flush_locked(TPR_CUT_LOOP);
+  if (graph_ops < fuse_max_ops / 2) return tpr_ok_status();
+  for (int i = 0; i < num_anchors; i++)
+    if (loop_anchors[i] == window) return tpr_fused_flush_locked(TPR_CUT_LOOP);
   return tpr_ok_status();
 }
 
@@ -774,7 +782,7 @@ tpr_status_t tpr_eager_set_fused(bool on) {
   tpr_status_t s = tpr_ok_status();
   if (!on) s = tpr_eager_flush(TPR_CUT_MODE_CHANGE);
   tpr_eager_lock();
-  loop_anchor_set = false;
+  num_anchors = next_anchor = 0;
   tpr_eager_unlock();
   atomic_store(&fused_mode, on);
   return s;
@@ -784,6 +792,6 @@ bool tpr_eager_fused(void) { return atomic_load(&fused_mode); }
 
 void tpr_eager_set_fuse_max_ops(int64_t n) {
   tpr_eager_lock();
-  fuse_max_ops = n > 0 ? n : 4096;
+  fuse_max_ops = n > 0 ? n : 1024;
   tpr_eager_unlock();
 }

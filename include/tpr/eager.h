@@ -169,7 +169,7 @@ const char* tpr_cut_cause_name(tpr_cut_cause_t cause);
 // Turning fused mode off runs the pending graph (its status is returned).
 tpr_status_t tpr_eager_set_fused(bool on) TPR_MUST_USE_RESULT;
 bool tpr_eager_fused(void);
-// The graph is cut once it holds |n| ops (<= 0: the default, 4096).
+// The graph is cut once it holds |n| ops (<= 0: the default, 1024).
 void tpr_eager_set_fuse_max_ops(int64_t n);
 // Compiles and runs the pending graph, if any; no-op in strict mode.
 tpr_status_t tpr_eager_flush(tpr_cut_cause_t cause) TPR_MUST_USE_RESULT;

@@ -217,3 +217,36 @@ TPR_TEST(eager_executable_cache_evicts_least_recently_used) {
   tpr_storage_release(keep);
   CHECK_OK(tpr_eager_trim());
 }
+
+TPR_TEST(eager_fused_loop_longer_than_the_bound_settles) {
+  CHECK_OK(init_context());
+  CHECK_OK(tpr_eager_set_fused(true));
+  tpr_eager_set_fuse_max_ops(10);
+  float av[2] = {1, 1}, out[2];
+  tpr_storage_t *a, *b;
+  CHECK_OK(new_vec(av, 2, &a));
+  CHECK_OK(new_vec(av, 2, &b));
+  tpr_tensor_ref_t ra = vec_ref(a, 2), rb = vec_ref(b, 2);
+  tpr_eager_reset_stats();
+  int64_t misses_mid = 0;
+  // A 27-op loop body (5 runs of distinct ops), longer than the bound.
+  for (int it = 0; it < 60; it++) {
+    for (int k = 0; k < 27; k++)
+      CHECK_OK(binary((k % 5 + k / 5) % 2 ? lower_add : lower_mul, &ra, &rb, &ra));
+    if (it == 30) {
+      tpr_eager_stats_t st;
+      tpr_eager_get_stats(&st);
+      misses_mid = st.cache_misses;
+    }
+  }
+  tpr_eager_stats_t st;
+  tpr_eager_get_stats(&st);
+  CHECK(st.cache_misses == misses_mid);  // settled: nothing new compiles
+  CHECK(st.cache_misses <= 12);
+  CHECK_OK(tpr_tensor_read_host(&ra, out, sizeof out));
+  tpr_eager_set_fuse_max_ops(0);
+  CHECK_OK(tpr_eager_set_fused(false));
+  tpr_storage_release(a);
+  tpr_storage_release(b);
+  CHECK_OK(tpr_eager_trim());
+}
