@@ -236,3 +236,16 @@ def test_env_var_starts_in_fused_mode():
     assert r.returncode == 0, r.stderr
     mode, pending, total = r.stdout.split()
     assert (mode, total) == ("fused", "4.0") and int(pending) >= 1  # ones() + add
+
+
+def test_metrics_report_names_what_happened(from_strict):
+    torch.tpu._reset_cache_stats()
+    with torch_tpu.execution_mode("fused"):
+        x = torch.arange(4.0).to("tpu")
+        (x * 3).sum().item()
+    report = torch_tpu.metrics_report()
+    s = torch.tpu._get_cache_stats()
+    assert s["fused_graphs"] == 1 and s["h2d_transfers"] >= 1 and s["d2h_transfers"] >= 1
+    assert "cuts: host_read 1" in report
+    assert f"host->device: {s['h2d_transfers']} transfers" in report
+    assert "CPU fallbacks: none" in report
