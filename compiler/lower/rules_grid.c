@@ -29,24 +29,25 @@ static tpr_value_t gs_unnormalize(tpr_graph_t* g, tpr_value_t v, int64_t size,
   return lw_add(g, lw_mul(g, v, lw_k(g, v, s)), lw_k(g, v, s - 0.5));
 }
 
+// clip_coordinates of the vectorized CPU kernel: NaN becomes 0.
 static tpr_value_t gs_clip(tpr_graph_t* g, tpr_value_t v, int64_t size) {
-  return lw_min(g, lw_max(g, v, lw_k(g, v, 0.0)), lw_k(g, v, (double)(size - 1)));
+  tpr_value_t c = lw_min(g, lw_max(g, v, lw_k(g, v, 0.0)),
+                         lw_k(g, v, (double)(size - 1)));
+  return lw_sel(g, lw_isnan(g, v), lw_k(g, v, 0.0), c);
 }
 
-// reflect_coordinates(v, twice_low, twice_high).
+// reflect_coordinates of the vectorized CPU kernel (twice_low, twice_high
+// as in GridSampler.h): the same trunc-and-subtract steps, so huge or
+// infinite coordinates (NaN here, 0 after the clip) land where the CPU's do.
 static tpr_value_t gs_reflect(tpr_graph_t* g, tpr_value_t v, int64_t twice_low,
                               int64_t twice_high) {
   if (twice_low == twice_high) return lw_k(g, v, 0.0);
-  double mn = (double)twice_low / 2.0;
-  double span = (double)(twice_high - twice_low) / 2.0;
-  tpr_value_t a = lw_un(g, TPR_UNARY_ABS, lw_sub(g, v, lw_k(g, v, mn)));
-  tpr_value_t extra = tpr_binary(g, TPR_BINARY_REM, a, lw_k(g, a, span));
-  tpr_value_t flips = lw_un(g, TPR_UNARY_FLOOR, lw_div(g, a, lw_k(g, a, span)));
-  tpr_value_t half = lw_mul(g, flips, lw_k(g, flips, 0.5));
-  tpr_value_t even = lw_cmp(g, TPR_CMP_EQ, lw_un(g, TPR_UNARY_FLOOR, half), half);
-  return lw_sel(g, even, lw_add(g, extra, lw_k(g, extra, mn)),
-                lw_add(g, lw_sub(g, lw_k(g, extra, span), extra),
-                       lw_k(g, extra, mn)));
+  tpr_value_t low = lw_k(g, v, (double)twice_low / 2.0);
+  tpr_value_t span2 = lw_k(g, v, (double)(twice_high - twice_low));
+  tpr_value_t a = lw_un(g, TPR_UNARY_ABS, lw_sub(g, v, low));
+  tpr_value_t flips = lw_trunc(g, lw_div(g, a, span2));
+  tpr_value_t extra = lw_sub(g, a, lw_mul(g, flips, span2));
+  return lw_add(g, lw_min(g, extra, lw_sub(g, span2, extra)), low);
 }
 
 // compute_coordinates: the padding mode applied to a pixel coordinate.

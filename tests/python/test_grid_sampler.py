@@ -70,3 +70,24 @@ def test_grid_sample_zeros_ignores_inf_outside(tpu):
     got = F.grid_sample(x.to(tpu), grid.to(tpu), mode="bilinear", padding_mode="zeros",
                         align_corners=True).cpu()
     torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+
+
+NONFINITE = [[float("nan"), 0.2], [0.3, float("nan")], [float("nan"), float("nan")],
+             [float("inf"), 0.1], [float("-inf"), 0.1], [0.1, float("inf")],
+             [0.1, float("-inf")], [float("inf"), float("-inf")], [1e30, 0.5],
+             [-1e30, -0.5], [3e7, 0.2], [-7.3e9, 1e12]]
+
+
+@pytest.mark.parametrize("mode,pad", list(itertools.product(["bilinear", "nearest"], PADS)))
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_grid_sample_nonfinite_and_huge_coordinates(tpu, mode, pad, dtype):
+    # The CPU kernel clips NaN coordinates to 0 and reflects with
+    # trunc-and-subtract, so inf and huge values reflect to NaN and clip to 0
+    # too; these points must land on the same pixels (tolerance as above).
+    x = torch.arange(1, 1 + 2 * 3 * 4, dtype=dtype).view(1, 2, 3, 4)
+    grid = torch.tensor(NONFINITE, dtype=dtype).view(1, 1, len(NONFINITE), 2)
+    for align in (False, True):
+        want = F.grid_sample(x, grid, mode=mode, padding_mode=pad, align_corners=align)
+        got = F.grid_sample(x.to(tpu), grid.to(tpu), mode=mode, padding_mode=pad,
+                            align_corners=align).cpu()
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5, equal_nan=True)
