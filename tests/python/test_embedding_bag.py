@@ -56,3 +56,33 @@ def test_padding_idx(tpu, mode):
 
 def test_int32_indices(tpu):
     _check(tpu, W, IDX.int(), offsets=OFFS.int(), mode="mean")
+
+
+# Columns all -inf, ties, NaN first or later in a bag; offsets with empty bags
+# (leading, middle and trailing) and a tail past the last offset.
+INF, NAN = float("inf"), float("nan")
+W_MAX = torch.tensor([[1.0, -INF, NAN, 5.0], [2.0, -INF, 3.0, NAN],
+                      [2.0, -INF, 7.0, 5.0], [0.0, -INF, NAN, 1.0]])
+IDX_MAX = torch.tensor([3, 1, 2, 0, 3, 2, 1])
+
+
+@pytest.mark.parametrize("offsets", [[0, 3, 3, 5], [0, 0, 7, 7], [0, 2, 4, 6]])
+@pytest.mark.parametrize("include_last_offset", [False, True])
+@pytest.mark.parametrize("padding_idx", [-1, 3, 1])
+@pytest.mark.parametrize("forward_only", [False, True])
+def test_max_mode_all_results(tpu, offsets, include_last_offset, padding_idx, forward_only):
+    # Max mode only selects values, so every result must match exactly:
+    # output, offset2bag, bag_size and max_indices (0 for empty bags, the
+    # first member for ties and all -inf columns, as the CPU kernel's walk).
+    op = (torch.ops.aten._embedding_bag_forward_only if forward_only
+          else torch.ops.aten._embedding_bag)
+    offs = torch.tensor(offsets)
+    args = (False, 2, False, None, include_last_offset, padding_idx)
+    want = op(W_MAX, IDX_MAX, offs, *args)
+    got = [t.cpu() for t in op(W_MAX.to(tpu), IDX_MAX.to(tpu), offs.to(tpu), *args)]
+    torch.testing.assert_close(got[0], want[0], rtol=0, atol=0, equal_nan=True)
+    assert torch.equal(got[1], want[1])
+    # The meta kernel sizes bag_size by the offsets (one more entry than the
+    # CPU with include_last_offset); the bags' own entries must agree.
+    assert torch.equal(got[2][: want[2].numel()], want[2])
+    assert torch.equal(got[3], want[3])
