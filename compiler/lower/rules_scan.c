@@ -43,6 +43,9 @@ static tpr_status_t lower_cumprod(lw_ctx_t* ctx) {
 }
 // _logcumsumexp(self, dim) / logcumsumexp(self, dim)
 static tpr_status_t lower_logcumsumexp(lw_ctx_t* ctx) {
+  if (tpr_dtype_is_complex(OUT->dtype))
+    return lw_fail(ctx, TPR_UNIMPLEMENTED, "complex dtype %s is not supported",
+                   tpr_dtype_name(OUT->dtype));
   return scan(ctx, TPR_SCAN_LOGADDEXP);
 }
 
