@@ -67,6 +67,8 @@ LW_DECLARE_TABLE(misc);
 LW_DECLARE_TABLE(factor);
 LW_DECLARE_TABLE(embedding_bag);  // rules_embedding_bag.c
 LW_DECLARE_TABLE(grid);  // grid sampling (rules_grid.c)
+// margin losses and other late additions (rules_more.c)
+LW_DECLARE_TABLE(more);
 
 
 #define LW_DEFINE_TABLE(group, ...)                                  \
@@ -187,6 +189,11 @@ tpr_value_t lw_trunc(tpr_graph_t* g, tpr_value_t x);
 tpr_value_t lw_isnan(tpr_graph_t* g, tpr_value_t x);
 
 //===--- reductions -------------------------------------------------------===//
+
+// A loss reduced as ATen's |reduction| says: 0 none (as is), 1 mean, 2 sum
+// over every element (rules_nn.c).
+tpr_value_t lw_loss_reduction(tpr_graph_t* g, tpr_value_t loss,
+                              int64_t reduction);
 
 // Reduced dims from argument |i| (INT, INT_LIST or None; None and, unless
 // |empty_is_none|, [] mean all dims), sorted and deduplicated. Returns the

@@ -1,0 +1,230 @@
+// Margin losses with their backward, as PyTorch's CPU kernels compute them
+// (aten/src/ATen/native/LossMulti*.cpp): one row per sample, input [N, C]
+// or [C] (one sample). Reductions: 0 none, 1 mean, 2 sum. Targets are not
+// bounds-checked on the device (as the other index ops in strict eager):
+// out-of-range targets are clamped into range.
+#include "compiler/lower/lower_internal.h"
+
+#define G (ctx->graph)
+#define OUT (&ctx->out_types[0])
+
+enum { RED_NONE = 0, RED_MEAN = 1 };
+
+typedef struct {
+  int64_t n, c;
+  tpr_dtype_t cd;   // compute dtype
+  tpr_value_t x;    // [N, C] in cd
+  tpr_value_t col;  // s64 [N, C] column index
+} rows_t;
+
+// Input |i| as [N, C] rows in the opmath dtype of |dtype| (a 0-d input is
+// one sample of one class).
+static tpr_status_t load_rows(lw_ctx_t* ctx, int i, tpr_dtype_t dtype,
+                              rows_t* r) {
+  const tpr_type_t* t = lw_arg_type(ctx, i);
+  if (!t || t->rank > 2)
+    return lw_fail(ctx, TPR_INVALID_ARGUMENT, "input must be 0-d, 1-d or 2-d");
+  r->cd = lw_opmath(dtype);
+  if (!tpr_dtype_is_float(r->cd))
+    return lw_fail(ctx, TPR_UNIMPLEMENTED, "needs a floating dtype, got %s",
+                   tpr_dtype_name(dtype));
+  r->n = t->rank == 2 ? t->dims[0] : 1;
+  r->c = t->rank ? t->dims[t->rank - 1] : 1;
+  if (r->c < 1 && r->n > 0)
+    return lw_fail(ctx, TPR_INVALID_ARGUMENT, "input has no classes");
+  int64_t dims[2] = {r->n, r->c};
+  r->x = tpr_reshape(G, lw_cast(G, lw_value(ctx, i), r->cd), 2, dims);
+  r->col = tpr_iota(G, (tpr_type_t){TPR_DTYPE_S64, 2, {r->n, r->c}}, 1);
+  return tpr_ok_status();
+}
+
+// A [N] or [N, C] s64 target, clamped to [0, C-1] where |clamp|.
+static tpr_value_t load_target(lw_ctx_t* ctx, int i, const rows_t* r, int rank,
+                               bool clamp) {
+  int64_t dims[2] = {r->n, r->c};
+  tpr_value_t t = tpr_reshape(G, lw_cast(G, lw_value(ctx, i), TPR_DTYPE_S64),
+                              rank, dims);
+  if (!clamp) return t;
+  return lw_min(G, lw_max(G, t, lw_k(G, t, 0)), lw_k(G, t, (double)(r->c - 1)));
+}
+
+// The upstream gradient as [N, C] (per row for reduction none), with the
+// mean's 1/N folded in, times |scale|.
+static tpr_value_t grad_rows(lw_ctx_t* ctx, int i, const rows_t* r,
+                             int64_t red, double scale) {
+  tpr_value_t go = lw_cast(G, lw_value(ctx, i), r->cd);
+  int64_t dims[2] = {r->n, r->c}, bd = 0;
+  if (red == RED_NONE && tpr_type_numel(lw_type(ctx, go)) == r->n && r->n != 1) {
+    go = tpr_reshape(G, go, 1, &r->n);
+    go = tpr_broadcast_in_dim(G, go, 2, dims, &bd);
+  } else {
+    go = tpr_reshape(G, go, 0, NULL);
+    go = tpr_broadcast_in_dim(G, go, 2, dims, NULL);
+  }
+  if (red == RED_MEAN) scale /= (double)(r->n ? r->n : 1);
+  return lw_mul(G, go, lw_k(G, go, scale));
+}
+
+static tpr_value_t row_sum(tpr_graph_t* g, tpr_value_t v, int64_t dim) {
+  return tpr_reduce(g, v, TPR_REDUCE_SUM, &dim, 1);
+}
+
+//===--- multi_margin_loss ------------------------------------------------===//
+
+typedef struct {
+  rows_t r;
+  tpr_value_t z;      // margin - x[y] + x  [N, C]
+  tpr_value_t act;    // z > 0 and column != y
+  tpr_value_t p1;     // rank-0: p == 1 (else p == 2)
+  tpr_value_t w;      // weight[y] broadcast [N, C], or NONE
+  tpr_value_t is_y;   // column == y
+} mm_t;
+
+// Arguments from |a|: self, target, p, margin, weight.
+static tpr_status_t mm_setup(lw_ctx_t* ctx, int a, mm_t* s) {
+  const tpr_type_t* xt = lw_arg_type(ctx, a);
+  if (!xt || !lw_is_tensor(ctx, a + 1) || !lw_is_tensor(ctx, a + 2) ||
+      !lw_is_tensor(ctx, a + 3))
+    return lw_fail(ctx, TPR_INVALID_ARGUMENT, "needs self, target, p and margin");
+  TPR_RETURN_IF_ERROR(load_rows(ctx, a, xt->dtype, &s->r));
+  rows_t* r = &s->r;
+  int64_t dims[2] = {r->n, r->c}, bd = 0;
+  tpr_value_t y = load_target(ctx, a + 1, r, 1, true);
+  tpr_value_t y2 = tpr_broadcast_in_dim(G, y, 2, dims, &bd);
+  s->is_y = lw_cmp(G, TPR_CMP_EQ, r->col, y2);
+  tpr_value_t xy = tpr_gather_along(G, r->x, 1, tpr_reshape(G, y, 2, (int64_t[]){r->n, 1}));
+  xy = tpr_broadcast_in_dim(G, tpr_reshape(G, xy, 1, &r->n), 2, dims, &bd);
+  tpr_value_t margin = lw_splat(G, lw_value(ctx, a + 3), r->x);
+  s->z = lw_add(G, lw_sub(G, margin, xy), r->x);
+  s->act = tpr_binary(G, TPR_BINARY_AND, lw_cmpk(G, TPR_CMP_GT, s->z, 0),
+                      lw_un(G, TPR_UNARY_NOT, s->is_y));
+  tpr_value_t p = lw_cast(G, lw_value(ctx, a + 2), r->cd);
+  s->p1 = lw_cmpk(G, TPR_CMP_EQ, p, 1);
+  s->w = TPR_VALUE_NONE;
+  if (lw_is_tensor(ctx, a + 4)) {
+    tpr_value_t w = lw_cast(G, lw_value(ctx, a + 4), r->cd);
+    s->w = tpr_broadcast_in_dim(G, tpr_take_1d(G, w, y), 2, dims, &bd);
+  }
+  return tpr_ok_status();
+}
+
+// multi_margin_loss(self, target, p=1, margin=1, weight=None, reduction=1)
+static tpr_status_t lower_multi_margin_loss(lw_ctx_t* ctx) {
+  mm_t s;
+  TPR_RETURN_IF_ERROR(mm_setup(ctx, 0, &s));
+  tpr_graph_t* g = G;
+  tpr_value_t h = lw_sel(g, s.p1, s.z, lw_mul(g, s.z, s.z));
+  h = lw_sel(g, s.act, h, lw_k(g, h, 0));
+  if (s.w != TPR_VALUE_NONE) h = lw_mul(g, h, s.w);
+  tpr_value_t loss = row_sum(g, h, 1);
+  loss = lw_div(g, loss, lw_k(g, loss, (double)s.r.c));
+  return lw_ret(ctx, lw_loss_reduction(g, loss, lw_int(ctx, 5, RED_MEAN)));
+}
+
+// multi_margin_loss_backward(grad_output, self, target, p, margin, weight,
+// reduction)
+static tpr_status_t lower_multi_margin_loss_backward(lw_ctx_t* ctx) {
+  mm_t s;
+  TPR_RETURN_IF_ERROR(mm_setup(ctx, 1, &s));
+  tpr_graph_t* g = G;
+  const rows_t* r = &s.r;
+  int64_t dims[2] = {r->n, r->c}, bd = 0;
+  tpr_value_t go = grad_rows(ctx, 0, r, lw_int(ctx, 6, RED_MEAN), 1.0 / (double)r->c);
+  tpr_value_t d = lw_sel(g, s.p1, lw_k(g, s.z, 1), lw_mul(g, s.z, lw_k(g, s.z, 2)));
+  d = lw_sel(g, s.act, d, lw_k(g, d, 0));
+  if (s.w != TPR_VALUE_NONE) d = lw_mul(g, d, s.w);
+  tpr_value_t tot = tpr_broadcast_in_dim(g, row_sum(g, d, 1), 2, dims, &bd);
+  d = lw_sel(g, s.is_y, lw_un(g, TPR_UNARY_NEG, tot), d);
+  return lw_ret(ctx, lw_mul(g, d, go));
+}
+
+//===--- multilabel_margin_loss --------------------------------------------===//
+
+typedef struct {
+  rows_t r;
+  tpr_value_t is_target;  // bool [N, C]
+  tpr_value_t act;        // bool [N, T, C]: valid target t, non-target j, z > 0
+  tpr_value_t z;          // 1 - x[y_t] + x[j]  [N, T, C]
+  tpr_value_t onehot;     // bool [N, T, C]: valid target t is class c
+} ml_t;
+
+// self at |a|, target at a+1. Targets end at the first negative entry.
+static tpr_status_t ml_setup(lw_ctx_t* ctx, int a, ml_t* s) {
+  const tpr_type_t* xt = lw_arg_type(ctx, a);
+  const tpr_type_t* tt = lw_arg_type(ctx, a + 1);
+  if (!xt || !tt || xt->rank != tt->rank ||
+      memcmp(xt->dims, tt->dims, (size_t)xt->rank * sizeof(int64_t)))
+    return lw_fail(ctx, TPR_INVALID_ARGUMENT, "target must have the input's shape");
+  TPR_RETURN_IF_ERROR(load_rows(ctx, a, xt->dtype, &s->r));
+  rows_t* r = &s->r;
+  tpr_graph_t* g = G;
+  int64_t n = r->n, c = r->c;
+  tpr_value_t raw = load_target(ctx, a + 1, r, 2, false);
+  tpr_value_t ended = tpr_scan(g, lw_cast(g, lw_cmpk(g, TPR_CMP_LT, raw, 0), TPR_DTYPE_S32),
+                               1, TPR_SCAN_MAX, false);
+  tpr_value_t valid = lw_cmpk(g, TPR_CMP_EQ, ended, 0);  // [N, T]
+  tpr_value_t y = lw_min(g, lw_max(g, raw, lw_k(g, raw, 0)), lw_k(g, raw, (double)(c - 1)));
+  int64_t ntc[3] = {n, c, c};
+  static const int64_t kNT[2] = {0, 1}, kNC[2] = {0, 2};
+  tpr_value_t cls = tpr_iota(g, (tpr_type_t){TPR_DTYPE_S64, 3, {n, c, c}}, 2);
+  s->onehot = tpr_binary(
+      g, TPR_BINARY_AND,
+      lw_cmp(g, TPR_CMP_EQ, tpr_broadcast_in_dim(g, y, 3, ntc, kNT), cls),
+      tpr_broadcast_in_dim(g, valid, 3, ntc, kNT));
+  int64_t d1 = 1;
+  s->is_target = tpr_reduce(g, s->onehot, TPR_REDUCE_OR, &d1, 1);
+  tpr_value_t xy = tpr_gather_along(g, r->x, 1, y);  // [N, T]
+  xy = tpr_broadcast_in_dim(g, xy, 3, ntc, kNT);
+  s->z = lw_add(g, lw_sub(g, lw_k(g, xy, 1), xy),
+                tpr_broadcast_in_dim(g, r->x, 3, ntc, kNC));
+  tpr_value_t keep = tpr_binary(
+      g, TPR_BINARY_AND, tpr_broadcast_in_dim(g, valid, 3, ntc, kNT),
+      lw_un(g, TPR_UNARY_NOT, tpr_broadcast_in_dim(g, s->is_target, 3, ntc, kNC)));
+  s->act = tpr_binary(g, TPR_BINARY_AND, keep, lw_cmpk(g, TPR_CMP_GT, s->z, 0));
+  return tpr_ok_status();
+}
+
+// multilabel_margin_loss_forward(self, target, reduction) -> (output, is_target)
+static tpr_status_t lower_multilabel_margin_loss_forward(lw_ctx_t* ctx) {
+  if (ctx->num_outs != 2)
+    return lw_fail(ctx, TPR_INVALID_ARGUMENT, "expects output and is_target");
+  ml_t s;
+  TPR_RETURN_IF_ERROR(ml_setup(ctx, 0, &s));
+  tpr_graph_t* g = G;
+  int64_t dd[2] = {1, 2};
+  tpr_value_t h = lw_sel(g, s.act, s.z, lw_k(g, s.z, 0));
+  tpr_value_t loss = tpr_reduce(g, h, TPR_REDUCE_SUM, dd, 2);
+  loss = lw_div(g, loss, lw_k(g, loss, (double)s.r.c));
+  lw_set(ctx, 0, lw_loss_reduction(g, loss, lw_int(ctx, 2, RED_MEAN)));
+  lw_set(ctx, 1, s.is_target);
+  return lw_done(ctx);
+}
+
+// multilabel_margin_loss_backward(grad_output, self, target, reduction,
+// is_target): +1/C at each active non-target j, -1/C at the target for each
+// of its active pairs.
+static tpr_status_t lower_multilabel_margin_loss_backward(lw_ctx_t* ctx) {
+  ml_t s;
+  TPR_RETURN_IF_ERROR(ml_setup(ctx, 1, &s));
+  tpr_graph_t* g = G;
+  const rows_t* r = &s.r;
+  int64_t n = r->n, c = r->c, ntc[3] = {n, c, c};
+  static const int64_t kNT[2] = {0, 1};
+  tpr_value_t a = lw_cast(g, s.act, r->cd);
+  tpr_value_t plus = row_sum(g, a, 1);  // [N, C] over targets t
+  tpr_value_t per_t = row_sum(g, a, 2);  // [N, T] active pairs of target t
+  tpr_value_t minus = row_sum(
+      g, lw_mul(g, lw_cast(g, s.onehot, r->cd), tpr_broadcast_in_dim(g, per_t, 3, ntc, kNT)), 1);
+  tpr_value_t go = grad_rows(ctx, 0, r, lw_int(ctx, 3, RED_MEAN), 1.0 / (double)c);
+  return lw_ret(ctx, lw_mul(g, lw_sub(g, plus, minus), go));
+}
+
+LW_DEFINE_TABLE(more,
+    LW_RULE("multi_margin_loss", lower_multi_margin_loss),
+    LW_RULE("multi_margin_loss.out", lower_multi_margin_loss),
+    LW_RULE("multi_margin_loss_backward", lower_multi_margin_loss_backward),
+    LW_RULE("multi_margin_loss_backward.grad_input", lower_multi_margin_loss_backward),
+    LW_RULE("multilabel_margin_loss_forward", lower_multilabel_margin_loss_forward),
+    LW_RULE("multilabel_margin_loss_forward.output", lower_multilabel_margin_loss_forward),
+    LW_RULE("multilabel_margin_loss_backward", lower_multilabel_margin_loss_backward),
+    LW_RULE("multilabel_margin_loss_backward.grad_input", lower_multilabel_margin_loss_backward));
