@@ -188,6 +188,14 @@ tpr_value_t lw_trunc(tpr_graph_t* g, tpr_value_t x);
 // isnan(x) as bool.
 tpr_value_t lw_isnan(tpr_graph_t* g, tpr_value_t x);
 
+//===--- random -----------------------------------------------------------===//
+
+// Uniform floats in [0, 1) shaped like |shape| from the generator |state|,
+// in *acc (f64 for f64 outs, else f32), exact in |out_dtype| (rules_random.c).
+tpr_value_t lw_uniform01(lw_ctx_t* ctx, tpr_value_t state,
+                         const tpr_type_t* shape, tpr_dtype_t out_dtype,
+                         tpr_dtype_t* acc);
+
 //===--- reductions -------------------------------------------------------===//
 
 // A loss reduced as ATen's |reduction| says: 0 none (as is), 1 mean, 2 sum

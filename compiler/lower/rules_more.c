@@ -1,6 +1,6 @@
-// Margin losses with their backward, as PyTorch's CPU kernels compute them
-// (aten/src/ATen/native/LossMulti*.cpp): one row per sample, input [N, C]
-// or [C] (one sample). Reductions: 0 none, 1 mean, 2 sum. Targets are not
+// Margin losses with their backward and rrelu_with_noise, as PyTorch's CPU
+// kernels compute them (aten/src/ATen/native/LossMulti*.cpp,
+// Activation.cpp). Losses: one row per sample, input [N, C] or [C]. Reductions: 0 none, 1 mean, 2 sum. Targets are not
 // bounds-checked on the device (as the other index ops in strict eager):
 // out-of-range targets are clamped into range.
 #include "compiler/lower/lower_internal.h"
@@ -219,7 +219,54 @@ static tpr_status_t lower_multilabel_margin_loss_backward(lw_ctx_t* ctx) {
   return lw_ret(ctx, lw_mul(g, lw_sub(g, plus, minus), go));
 }
 
+//===--- rrelu_with_noise --------------------------------------------------===//
+
+// rrelu_with_noise(self, noise!, lower, upper, training, generator) and
+// rrelu_with_noise_functional (-> output, noise). Training, as the CPU: for
+// x <= 0 a slope r ~ U[lower, upper) from the device generator, output x r
+// and noise r; elsewhere output x, noise 1. Otherwise leaky_relu with slope
+// (lower + upper) / 2 and noise unchanged. Results: output (unless written
+// in place as self), then noise.
+static tpr_status_t lower_rrelu_with_noise(lw_ctx_t* ctx) {
+  const tpr_type_t* xt = lw_arg_type(ctx, 0);
+  const tpr_type_t* nt = lw_arg_type(ctx, 1);
+  if (!xt || !nt || !lw_is_tensor(ctx, 2) || !lw_is_tensor(ctx, 3))
+    return lw_fail(ctx, TPR_INVALID_ARGUMENT, "needs self, noise, lower and upper");
+  if (!tpr_dtype_is_float(xt->dtype))
+    return lw_fail(ctx, TPR_UNIMPLEMENTED, "needs a floating dtype, got %s",
+                   tpr_dtype_name(xt->dtype));
+  if (ctx->num_outs != 2 || tpr_type_numel(nt) != tpr_type_numel(xt))
+    return lw_fail(ctx, TPR_INVALID_ARGUMENT, "expects output and a noise like self");
+  tpr_graph_t* g = G;
+  tpr_dtype_t cd = lw_opmath(xt->dtype);
+  tpr_value_t x = lw_cast(g, lw_value(ctx, 0), cd);
+  tpr_value_t lo = lw_splat(g, lw_value(ctx, 2), x);
+  tpr_value_t hi = lw_splat(g, lw_value(ctx, 3), x);
+  tpr_value_t neg = lw_cmpk(g, TPR_CMP_LE, x, 0);
+  tpr_value_t out, noise;
+  if (lw_bool(ctx, 4, false)) {
+    tpr_value_t st = lw_generator(ctx);
+    if (st == TPR_VALUE_NONE)
+      return lw_fail(ctx, TPR_INVALID_ARGUMENT, "needs the generator state");
+    tpr_dtype_t acc;
+    tpr_value_t u = lw_cast(g, lw_uniform01(ctx, st, xt, xt->dtype, &acc), cd);
+    tpr_value_t r = lw_add(g, lw_mul(g, u, lw_sub(g, hi, lo)), lo);
+    out = lw_sel(g, neg, lw_mul(g, x, r), x);
+    noise = lw_sel(g, neg, r, lw_k(g, r, 1));
+  } else {
+    tpr_value_t slope = lw_mul(g, lw_add(g, lo, hi), lw_k(g, lo, 0.5));
+    out = lw_sel(g, lw_cmpk(g, TPR_CMP_GT, x, 0), x, lw_mul(g, x, slope));
+    noise = lw_value(ctx, 1);
+  }
+  lw_set(ctx, 0, out);
+  lw_set(ctx, 1, noise);
+  return lw_done(ctx);
+}
+
 LW_DEFINE_TABLE(more,
+    LW_RULE("rrelu_with_noise", lower_rrelu_with_noise),
+    LW_RULE("rrelu_with_noise_", lower_rrelu_with_noise),
+    LW_RULE("rrelu_with_noise_functional", lower_rrelu_with_noise),
     LW_RULE("multi_margin_loss", lower_multi_margin_loss),
     LW_RULE("multi_margin_loss.out", lower_multi_margin_loss),
     LW_RULE("multi_margin_loss_backward", lower_multi_margin_loss_backward),
