@@ -1,6 +1,6 @@
-// Margin losses with their backward and rrelu_with_noise, as PyTorch's CPU
-// kernels compute them (aten/src/ATen/native/LossMulti*.cpp,
-// Activation.cpp). Losses: one row per sample, input [N, C] or [C]. Reductions: 0 none, 1 mean, 2 sum. Targets are not
+// Margin losses with their backward, rrelu_with_noise and
+// embedding_renorm_, as PyTorch's CPU kernels compute them
+// (aten/src/ATen/native/LossMulti*.cpp, Activation.cpp, Embedding.cpp). Losses: one row per sample, input [N, C] or [C]. Reductions: 0 none, 1 mean, 2 sum. Targets are not
 // bounds-checked on the device (as the other index ops in strict eager):
 // out-of-range targets are clamped into range.
 #include "compiler/lower/lower_internal.h"
@@ -263,7 +263,58 @@ static tpr_status_t lower_rrelu_with_noise(lw_ctx_t* ctx) {
   return lw_done(ctx);
 }
 
+//===--- embedding_renorm_ -------------------------------------------------===//
+
+// p-norms of the rows of |x| [V, D] (at::norm's cases), as [V].
+static tpr_value_t row_norms(tpr_graph_t* g, tpr_value_t x, double p) {
+  int64_t d1 = 1;
+  tpr_value_t a = lw_un(g, TPR_UNARY_ABS, x);
+  if (isinf(p))
+    return tpr_reduce(g, a, p > 0 ? TPR_REDUCE_MAX : TPR_REDUCE_MIN, &d1, 1);
+  if (p == 0) return row_sum(g, lw_cast(g, lw_nonzero(g, a), tpr_value_type(g, x)->dtype), 1);
+  if (p == 1) return row_sum(g, a, 1);
+  if (p == 2) return lw_un(g, TPR_UNARY_SQRT, row_sum(g, lw_mul(g, a, a), 1));
+  tpr_value_t s = row_sum(g, tpr_binary(g, TPR_BINARY_POW, a, lw_k(g, a, p)), 1);
+  return tpr_binary(g, TPR_BINARY_POW, s, lw_k(g, s, 1.0 / p));
+}
+
+// embedding_renorm_(self!, indices, max_norm, norm_type): every row named
+// in |indices| whose norm exceeds max_norm is scaled by
+// max_norm / (norm + 1e-7), the scale computed in double and applied in
+// the row's dtype, as on the CPU.
+static tpr_status_t lower_embedding_renorm(lw_ctx_t* ctx) {
+  const tpr_type_t* wt = lw_arg_type(ctx, 0);
+  const tpr_type_t* it = lw_arg_type(ctx, 1);
+  if (!wt || !it || wt->rank != 2 || !lw_is_int(it->dtype))
+    return lw_fail(ctx, TPR_INVALID_ARGUMENT, "needs a 2-d self and integer indices");
+  if (!tpr_dtype_is_float(wt->dtype))
+    return lw_fail(ctx, TPR_UNIMPLEMENTED, "needs a floating dtype, got %s",
+                   tpr_dtype_name(wt->dtype));
+  tpr_graph_t* g = G;
+  int64_t v = wt->dims[0], k = tpr_type_numel(it);
+  double max_norm = lw_double(ctx, 2, 0), p = lw_double(ctx, 3, 2);
+  tpr_dtype_t cd = lw_opmath(wt->dtype);
+  tpr_value_t x = lw_cast(g, lw_value(ctx, 0), cd);
+  tpr_value_t idx = tpr_reshape(g, lw_cast(g, lw_value(ctx, 1), TPR_DTYPE_S64), 1, &k);
+  int64_t vk[2] = {v, k}, d0 = 0, d1 = 1;
+  tpr_value_t rows = tpr_iota(g, (tpr_type_t){TPR_DTYPE_S64, 2, {v, k}}, 0);
+  tpr_value_t named = tpr_reduce(
+      g, lw_cmp(g, TPR_CMP_EQ, rows, tpr_broadcast_in_dim(g, idx, 2, vk, &d1)),
+      TPR_REDUCE_OR, &d1, 1);
+  tpr_value_t norm = lw_cast(g, row_norms(g, x, p), TPR_DTYPE_F64);
+  tpr_value_t scale = lw_div(g, lw_k(g, norm, max_norm), lw_add(g, norm, lw_k(g, norm, 1e-7)));
+  tpr_value_t apply = tpr_binary(g, TPR_BINARY_AND, named,
+                                 lw_cmpk(g, TPR_CMP_GT, norm, max_norm));
+  scale = lw_cast(g, lw_sel(g, apply, scale, lw_k(g, scale, 1)), wt->dtype);
+  tpr_value_t w = lw_value(ctx, 0);
+  tpr_value_t out = lw_mul(g, w, tpr_broadcast_in_dim(g, scale, 2, wt->dims, &d0));
+  return lw_ret(ctx, out);
+}
+
 LW_DEFINE_TABLE(more,
+    LW_RULE("embedding_renorm_", lower_embedding_renorm),
+    LW_RULE("embedding_renorm", lower_embedding_renorm),
+    LW_RULE("embedding_renorm.out", lower_embedding_renorm),
     LW_RULE("rrelu_with_noise", lower_rrelu_with_noise),
     LW_RULE("rrelu_with_noise_", lower_rrelu_with_noise),
     LW_RULE("rrelu_with_noise_functional", lower_rrelu_with_noise),

@@ -86,3 +86,20 @@ def test_max_mode_all_results(tpu, offsets, include_last_offset, padding_idx, fo
     # CPU with include_last_offset); the bags' own entries must agree.
     assert torch.equal(got[2][: want[2].numel()], want[2])
     assert torch.equal(got[3], want[3])
+
+
+@pytest.mark.parametrize("norm_type", [2.0, 1.0, float("inf"), 3.5])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_embedding_max_norm_renorms_in_place(tpu, norm_type, dtype):
+    # embedding_renorm_: only the named rows (duplicates once) above max_norm
+    # are scaled. The scale uses the row norm, which XLA may sum in another
+    # order than the CPU: a few ulps (rtol 1e-6 for f32, 1e-12 for f64).
+    w = torch.randn(10, 6, generator=torch.Generator().manual_seed(3), dtype=dtype) * 2
+    idx = torch.tensor([[1, 4, 4], [7, 1, 0]])
+    w_cpu, w_tpu = w.clone(), w.to(tpu)
+    want = F.embedding(idx, w_cpu, max_norm=1.5, norm_type=norm_type)
+    got = F.embedding(idx.to(tpu), w_tpu, max_norm=1.5, norm_type=norm_type)
+    tol = dict(rtol=1e-6, atol=1e-7) if dtype == torch.float32 else dict(rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(got.cpu(), want, **tol)
+    torch.testing.assert_close(w_tpu.cpu(), w_cpu, **tol)
+    assert not torch.equal(w_cpu, w)  # some rows were renormed
