@@ -311,7 +311,143 @@ static tpr_status_t lower_embedding_renorm(lw_ctx_t* ctx) {
   return lw_ret(ctx, out);
 }
 
+//===--- grid_sampler_3d ---------------------------------------------------===//
+//
+// input [N,C,D,H,W] sampled at grid [N,Do,Ho,Wo,3] (x -> W, y -> H, z -> D)
+// with PyTorch's scalar CPU kernel (GridSampler.h): its clip sends NaN to
+// the far edge (std::min/std::max), its reflection counts flips in an int
+// (a count past INT_MAX, undefined behaviour there, is read as even, what
+// x86 gives in most cases), and a corner outside the input adds nothing
+// whatever its weight. Bilinear (trilinear) or nearest.
+
+typedef struct {
+  lw_ctx_t* ctx;
+  tpr_value_t x;  // [N, C, D*H*W] in the compute dtype
+  int64_t n, c, size[3], l;  // size: W, H, D
+  int pad;
+  bool align;
+} gs3_t;
+
+static tpr_value_t gs3_clip(tpr_graph_t* g, tpr_value_t v, int64_t size) {
+  tpr_value_t hi = lw_k(g, v, (double)(size - 1));
+  return lw_sel(g, lw_isnan(g, v), hi, lw_min(g, lw_max(g, v, lw_k(g, v, 0)), hi));
+}
+
+static tpr_value_t gs3_reflect(tpr_graph_t* g, tpr_value_t v, int64_t twice_low,
+                               int64_t twice_high) {
+  if (twice_low == twice_high) return lw_k(g, v, 0);
+  tpr_value_t lo = lw_k(g, v, (double)twice_low / 2);
+  tpr_value_t span = lw_k(g, v, (double)(twice_high - twice_low) / 2);
+  tpr_value_t a = lw_un(g, TPR_UNARY_ABS, lw_sub(g, v, lo));
+  tpr_value_t extra = tpr_binary(g, TPR_BINARY_REM, a, span);
+  tpr_value_t flips = lw_un(g, TPR_UNARY_FLOOR, lw_div(g, a, span));
+  tpr_value_t half = lw_mul(g, flips, lw_k(g, flips, 0.5));
+  tpr_value_t odd = tpr_binary(
+      g, TPR_BINARY_AND, lw_cmp(g, TPR_CMP_NE, lw_un(g, TPR_UNARY_FLOOR, half), half),
+      lw_cmpk(g, TPR_CMP_LT, flips, 2147483648.0));
+  return lw_add(g, lw_sel(g, odd, lw_sub(g, span, extra), extra), lo);
+}
+
+// grid_sampler_compute_source_index along axis |k| (0: W, 1: H, 2: D).
+static tpr_value_t gs3_source(const gs3_t* s, tpr_value_t v, int k) {
+  tpr_graph_t* g = s->ctx->graph;
+  int64_t size = s->size[k];
+  tpr_value_t one = lw_k(g, v, 1);
+  if (s->align)
+    v = lw_mul(g, lw_div(g, lw_add(g, v, one), lw_k(g, v, 2)), lw_k(g, v, (double)(size - 1)));
+  else
+    v = lw_div(g, lw_sub(g, lw_mul(g, lw_add(g, v, one), lw_k(g, v, (double)size)), one),
+               lw_k(g, v, 2));
+  if (s->pad == 1) return gs3_clip(g, v, size);
+  if (s->pad == 2) {
+    v = s->align ? gs3_reflect(g, v, 0, 2 * (size - 1)) : gs3_reflect(g, v, -1, 2 * size - 1);
+    return gs3_clip(g, v, size);
+  }
+  return v;
+}
+
+static tpr_value_t gs3_bcast(tpr_graph_t* g, const gs3_t* s, tpr_value_t v) {
+  int64_t dims[3] = {s->n, s->c, s->l}, bd[2] = {0, 2};
+  return tpr_broadcast_in_dim(g, v, 3, dims, bd);
+}
+
+// weight * input at integer-valued corner (ix, iy, iz) [N, L], or 0 outside.
+static tpr_value_t gs3_tap(const gs3_t* s, const tpr_value_t* at, tpr_value_t w) {
+  tpr_graph_t* g = s->ctx->graph;
+  tpr_value_t in = TPR_VALUE_NONE, flat = TPR_VALUE_NONE;
+  for (int k = 2; k >= 0; k--) {
+    tpr_value_t ok = tpr_binary(g, TPR_BINARY_AND, lw_cmpk(g, TPR_CMP_GE, at[k], 0),
+                                lw_cmpk(g, TPR_CMP_LE, at[k], (double)(s->size[k] - 1)));
+    in = k == 2 ? ok : tpr_binary(g, TPR_BINARY_AND, in, ok);
+    tpr_value_t i = lw_cast(g, gs3_clip(g, at[k], s->size[k]), TPR_DTYPE_S64);
+    flat = k == 2 ? i : lw_add(g, lw_mul(g, flat, lw_k(g, flat, (double)s->size[k])), i);
+  }
+  tpr_value_t v = tpr_gather_along(g, s->x, 2, gs3_bcast(g, s, flat));
+  if (w != TPR_VALUE_NONE) v = lw_mul(g, v, gs3_bcast(g, s, w));
+  return lw_sel(g, gs3_bcast(g, s, in), v, lw_k(g, v, 0));
+}
+
+static tpr_status_t lower_grid_sampler_3d(lw_ctx_t* ctx) {
+  const tpr_type_t *it = lw_arg_type(ctx, 0), *gt = lw_arg_type(ctx, 1);
+  int mode = (int)lw_int(ctx, 2, 0), pad = (int)lw_int(ctx, 3, 0);
+  bool shapes = it && gt && it->rank == 5 && gt->rank == 5 &&
+                gt->dims[4] == 3 && gt->dims[0] == it->dims[0];
+  if (!shapes || mode < 0 || mode > 1 || pad < 0 || pad > 2)
+    return lw_fail(ctx, TPR_INVALID_ARGUMENT,
+                   "expected input [N,C,D,H,W], grid [N,Do,Ho,Wo,3], bilinear "
+                   "or nearest interpolation and padding mode 0..2");
+  if (!tpr_dtype_is_float(it->dtype) || tpr_dtype_is_complex(it->dtype))
+    return lw_fail(ctx, TPR_UNIMPLEMENTED, "needs a floating dtype, got %s",
+                   tpr_dtype_name(it->dtype));
+  if (tpr_type_numel(OUT) == 0) return lw_ret(ctx, lw_full(G, 0, OUT->dtype, OUT));
+  gs3_t s = {ctx, 0, it->dims[0], it->dims[1], {it->dims[4], it->dims[3], it->dims[2]},
+             gt->dims[1] * gt->dims[2] * gt->dims[3], pad, lw_bool(ctx, 4, false)};
+  if (s.size[0] < 1 || s.size[1] < 1 || s.size[2] < 1)
+    return lw_fail(ctx, TPR_INVALID_ARGUMENT, "empty input");
+  tpr_graph_t* g = G;
+  tpr_dtype_t cd = lw_opmath(it->dtype);
+  s.x = tpr_reshape(g, lw_cast(g, lw_value(ctx, 0), cd), 3,
+                    (int64_t[]){s.n, s.c, s.size[0] * s.size[1] * s.size[2]});
+  tpr_value_t grid = tpr_reshape(g, lw_cast(g, lw_value(ctx, 1), cd), 3,
+                                 (int64_t[]){s.n, s.l, 3});
+  tpr_value_t p[3], p0[3], f1[3], f0[3];
+  for (int k = 0; k < 3; k++) {
+    int64_t st[3] = {0, 0, k}, lim[3] = {s.n, s.l, k + 1}, one[3] = {1, 1, 1};
+    tpr_value_t v = tpr_reshape(g, tpr_slice(g, grid, st, lim, one), 2, (int64_t[]){s.n, s.l});
+    p[k] = gs3_source(&s, v, k);
+  }
+  tpr_value_t out;
+  if (mode == 1) {
+    tpr_value_t at[3];
+    for (int k = 0; k < 3; k++) at[k] = lw_un(g, TPR_UNARY_ROUND_NEAREST_EVEN, p[k]);
+    out = gs3_tap(&s, at, TPR_VALUE_NONE);
+  } else {
+    for (int k = 0; k < 3; k++) {
+      p0[k] = lw_un(g, TPR_UNARY_FLOOR, p[k]);
+      f1[k] = lw_sub(g, p[k], p0[k]);                                  // x - x0
+      f0[k] = lw_sub(g, lw_add(g, p0[k], lw_k(g, p0[k], 1)), p[k]);    // x0 + 1 - x
+    }
+    // Corners in the CPU's order tnw, tne, tsw, tse, bnw, bne, bsw, bse:
+    // bit 0 steps x, bit 1 steps y, bit 2 steps z.
+    out = TPR_VALUE_NONE;
+    for (int c = 0; c < 8; c++) {
+      tpr_value_t at[3], w = TPR_VALUE_NONE;
+      for (int k = 0; k < 3; k++) {
+        bool up = (c >> k) & 1;
+        at[k] = up ? lw_add(g, p0[k], lw_k(g, p0[k], 1)) : p0[k];
+        tpr_value_t wk = up ? f1[k] : f0[k];
+        w = k ? lw_mul(g, w, wk) : wk;
+      }
+      tpr_value_t t = gs3_tap(&s, at, w);
+      out = c ? lw_add(g, out, t) : t;
+    }
+  }
+  return lw_ret(ctx, out);  // [N,C,L] -> [N,C,Do,Ho,Wo]
+}
+
 LW_DEFINE_TABLE(more,
+    LW_RULE("grid_sampler_3d", lower_grid_sampler_3d),
+    LW_RULE("grid_sampler_3d.out", lower_grid_sampler_3d),
     LW_RULE("embedding_renorm_", lower_embedding_renorm),
     LW_RULE("embedding_renorm", lower_embedding_renorm),
     LW_RULE("embedding_renorm.out", lower_embedding_renorm),

@@ -91,3 +91,26 @@ def test_grid_sample_nonfinite_and_huge_coordinates(tpu, mode, pad, dtype):
         got = F.grid_sample(x.to(tpu), grid.to(tpu), mode=mode, padding_mode=pad,
                             align_corners=align).cpu()
         torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5, equal_nan=True)
+
+
+@pytest.mark.parametrize("mode,pad", list(itertools.product(["bilinear", "nearest"], PADS)))
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_grid_sample_3d(tpu, mode, pad, dtype):
+    # grid_sampler_3d follows PyTorch's scalar CPU kernel: NaN clips to the
+    # far edge, corners outside add nothing. Same formulas, so the tolerance
+    # of the 2-d tests. (Huge coordinates are left out: past INT_MAX
+    # reflections the CPU kernel's int cast is undefined behaviour, and in
+    # float32 reflecting values near 1e8 and beyond hangs on rounding.)
+    g = torch.Generator().manual_seed(5)
+    x = torch.randn(2, 3, 4, 5, 6, generator=g, dtype=dtype)
+    grid = (torch.rand(2, 3, 4, 5, 3, generator=g, dtype=dtype) * 2 - 1) * 1.7
+    special = torch.tensor(NONFINITE, dtype=dtype)
+    special[(special.abs() > 1e9) & special.isfinite()] = -4.5e4
+    grid[0, 0, :3, :4, :2] = special.view(3, 4, 2)
+    grid[1, 1, :3, :4, 1:] = special.view(3, 4, 2)
+    grid[0, 2, 0, 0] = torch.tensor([1.0, -1.0, 0.0], dtype=dtype)
+    for align in (False, True):
+        want = F.grid_sample(x, grid, mode=mode, padding_mode=pad, align_corners=align)
+        got = F.grid_sample(x.to(tpu), grid.to(tpu), mode=mode, padding_mode=pad,
+                            align_corners=align).cpu()
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5, equal_nan=True)
