@@ -445,7 +445,118 @@ static tpr_status_t lower_grid_sampler_3d(lw_ctx_t* ctx) {
   return lw_ret(ctx, out);  // [N,C,L] -> [N,C,Do,Ho,Wo]
 }
 
+//===--- _cdist_backward, _pdist_backward ----------------------------------===//
+
+// d dist / d x1 for diff = x1 - x2 at distance |dist| (all [..., P, R, M]),
+// by the CPU kernel's cases (Distance.cpp): p = 0 none; p = 1 sign; p < 2
+// sign |diff|^(p-1) / dist^(p-1) (0 where dist = 0, or diff = 0 for p < 1);
+// p = 2 diff / dist; p > 2 diff |diff|^(p-2) / dist^(p-1); inf: sign where
+// |diff| attains dist. Zero distance gives 0 except for p = 1 and inf.
+static tpr_value_t dist_grad(tpr_graph_t* g, tpr_value_t diff, tpr_value_t dist,
+                             double p) {
+  tpr_value_t zero = lw_k(g, diff, 0);
+  tpr_value_t a = lw_un(g, TPR_UNARY_ABS, diff), sgn = lw_un(g, TPR_UNARY_SIGN, diff);
+  if (p == 0) return zero;
+  if (p == 1) return sgn;
+  if (isinf(p)) return lw_sel(g, lw_cmp(g, TPR_CMP_EQ, a, dist), sgn, zero);
+  tpr_value_t r;
+  if (p == 2) {
+    r = lw_div(g, diff, dist);
+  } else {
+    tpr_value_t den = tpr_binary(g, TPR_BINARY_POW, dist, lw_k(g, dist, p - 1));
+    tpr_value_t num = p < 2 ? lw_mul(g, sgn, tpr_binary(g, TPR_BINARY_POW, a, lw_k(g, a, p - 1)))
+                            : lw_mul(g, diff, tpr_binary(g, TPR_BINARY_POW, a, lw_k(g, a, p - 2)));
+    r = lw_div(g, num, den);
+  }
+  tpr_value_t z = lw_cmpk(g, TPR_CMP_EQ, dist, 0);
+  if (p < 1) z = tpr_binary(g, TPR_BINARY_OR, z, lw_cmpk(g, TPR_CMP_EQ, diff, 0));
+  return lw_sel(g, z, zero, r);
+}
+
+// sum_r grad[..., i, r] * dist_grad(x1[..., i, :] - x2[..., r, :]) for x1
+// [..., P, M], x2 [..., R, M], grad and dist [..., P, R] (all one batch).
+static tpr_value_t cdist_grad_rows(tpr_graph_t* g, tpr_value_t x1, tpr_value_t x2,
+                                   tpr_value_t grad, tpr_value_t dist, double p) {
+  const tpr_type_t* t1 = tpr_value_type(g, x1);
+  int nb = t1->rank - 2;
+  int64_t P = t1->dims[nb], M = t1->dims[nb + 1];
+  int64_t R = tpr_value_type(g, x2)->dims[nb];
+  int64_t full[TPR_MAX_RANK], m1[TPR_MAX_RANK], m2[TPR_MAX_RANK], mg[TPR_MAX_RANK];
+  for (int i = 0; i < nb; i++) full[i] = m1[i] = m2[i] = mg[i] = i;
+  full[nb] = P, full[nb + 1] = R, full[nb + 2] = M;
+  for (int i = 0; i < nb; i++) full[i] = t1->dims[i];
+  m1[nb] = nb, m1[nb + 1] = nb + 2;      // x1: P, M
+  m2[nb] = nb + 1, m2[nb + 1] = nb + 2;  // x2: R, M
+  mg[nb] = nb, mg[nb + 1] = nb + 1;      // grad, dist: P, R
+  int r = nb + 3;
+  tpr_value_t diff = lw_sub(g, tpr_broadcast_in_dim(g, x1, r, full, m1),
+                            tpr_broadcast_in_dim(g, x2, r, full, m2));
+  tpr_value_t d = dist_grad(g, diff, tpr_broadcast_in_dim(g, dist, r, full, mg), p);
+  d = lw_mul(g, d, tpr_broadcast_in_dim(g, grad, r, full, mg));
+  return row_sum(g, d, nb + 1);
+}
+
+// _cdist_backward(grad, x1, x2, p, cdist): the gradient for x1, in x1's
+// batch-expanded shape (autograd reduces broadcasting).
+static tpr_status_t lower_cdist_backward(lw_ctx_t* ctx) {
+  const tpr_type_t* gt = lw_arg_type(ctx, 0);
+  const tpr_type_t* t1 = lw_arg_type(ctx, 1);
+  const tpr_type_t* t2 = lw_arg_type(ctx, 2);
+  if (!gt || !t1 || !t2 || !lw_is_tensor(ctx, 4) || OUT->rank < 2 || gt->rank != OUT->rank)
+    return lw_fail(ctx, TPR_INVALID_ARGUMENT, "needs grad, x1, x2 and cdist of one batch");
+  if (!tpr_dtype_is_float(OUT->dtype))
+    return lw_fail(ctx, TPR_UNIMPLEMENTED, "needs a floating dtype, got %s",
+                   tpr_dtype_name(OUT->dtype));
+  tpr_graph_t* g = G;
+  if (tpr_type_numel(OUT) == 0) return lw_ret(ctx, lw_full(g, 0, OUT->dtype, OUT));
+  tpr_dtype_t cd = lw_opmath(OUT->dtype);
+  int nb = OUT->rank - 2;
+  tpr_type_t s2 = *OUT;  // x2 in the batch of the result
+  s2.dims[nb] = t2->dims[t2->rank - 2];
+  s2.dims[nb + 1] = t2->dims[t2->rank - 1];
+  tpr_value_t x1 = lw_in(ctx, 1, cd, OUT), x2 = lw_in(ctx, 2, cd, &s2);
+  tpr_value_t grad = lw_in(ctx, 0, cd, gt), dist = lw_in(ctx, 4, cd, gt);
+  return lw_ret(ctx, cdist_grad_rows(g, x1, x2, grad, dist, lw_double(ctx, 3, 2)));
+}
+
+// _pdist_backward(grad, self, p, pdist): pdist lists the pairs i < j of the
+// N rows in row-major order. Spread grad and pdist to symmetric [N, N]
+// matrices (zero diagonal); each pair then acts on both rows, as in cdist
+// of self with itself.
+static tpr_status_t lower_pdist_backward(lw_ctx_t* ctx) {
+  const tpr_type_t* xt = lw_arg_type(ctx, 1);
+  if (!xt || xt->rank != 2 || !lw_is_tensor(ctx, 0) || !lw_is_tensor(ctx, 3))
+    return lw_fail(ctx, TPR_INVALID_ARGUMENT, "needs grad, a 2-d self and pdist");
+  if (!tpr_dtype_is_float(xt->dtype))
+    return lw_fail(ctx, TPR_UNIMPLEMENTED, "needs a floating dtype, got %s",
+                   tpr_dtype_name(xt->dtype));
+  tpr_graph_t* g = G;
+  int64_t n = xt->dims[0], k = n * (n - 1) / 2;
+  if (tpr_type_numel(OUT) == 0 || k == 0) return lw_ret(ctx, lw_full(g, 0, OUT->dtype, OUT));
+  tpr_dtype_t cd = lw_opmath(xt->dtype);
+  tpr_type_t nn = {TPR_DTYPE_S64, 2, {n, n}};
+  tpr_value_t i = tpr_iota(g, nn, 0), j = tpr_iota(g, nn, 1);
+  tpr_value_t lo = lw_min(g, i, j), hi = lw_max(g, i, j);
+  // pair (lo, hi), lo < hi: k = lo (2n - lo - 1) / 2 + hi - lo - 1
+  tpr_value_t pos = lw_add(g, lw_div(g, lw_mul(g, lo, lw_sub(g, lw_k(g, lo, (double)(2 * n - 1)), lo)),
+                                     lw_k(g, lo, 2)),
+                           lw_sub(g, lw_sub(g, hi, lo), lw_k(g, lo, 1)));
+  tpr_value_t off = lw_cmp(g, TPR_CMP_NE, i, j);
+  pos = lw_sel(g, off, pos, lw_k(g, pos, 0));
+  tpr_value_t gv = tpr_reshape(g, lw_cast(g, lw_value(ctx, 0), cd), 1, &k);
+  tpr_value_t dv = tpr_reshape(g, lw_cast(g, lw_value(ctx, 3), cd), 1, &k);
+  tpr_value_t gm = tpr_take_1d(g, gv, pos), dm = tpr_take_1d(g, dv, pos);
+  gm = lw_sel(g, off, gm, lw_k(g, gm, 0));
+  dm = lw_sel(g, off, dm, lw_k(g, dm, 0));
+  tpr_value_t x = lw_cast(g, lw_value(ctx, 1), cd);
+  return lw_ret(ctx, cdist_grad_rows(g, x, x, gm, dm, lw_double(ctx, 2, 2)));
+}
+
 LW_DEFINE_TABLE(more,
+    LW_RULE("_cdist_backward", lower_cdist_backward),
+    LW_RULE("_cdist_backward.out", lower_cdist_backward),
+    LW_RULE("_pdist_backward", lower_pdist_backward),
+    LW_RULE("_pdist_backward.out", lower_pdist_backward),
     LW_RULE("grid_sampler_3d", lower_grid_sampler_3d),
     LW_RULE("grid_sampler_3d.out", lower_grid_sampler_3d),
     LW_RULE("embedding_renorm_", lower_embedding_renorm),
