@@ -686,7 +686,130 @@ static tpr_status_t igamma_rule(lw_ctx_t* ctx, bool upper) {
 static tpr_status_t lower_igamma(lw_ctx_t* ctx) { return igamma_rule(ctx, false); }
 static tpr_status_t lower_igammac(lw_ctx_t* ctx) { return igamma_rule(ctx, true); }
 
+//===--- embedding_bag backward --------------------------------------------===//
+
+typedef struct {
+  int64_t n, b, d;      // indices, bags (grad rows), embedding dim
+  tpr_value_t idx;      // s64 [N]
+  tpr_value_t bag;      // s64 [N], clamped into [0, B-1]
+  tpr_value_t live;     // bool [N]: in a bag, not padding
+} eb_t;
+
+// grad [B, D] at |gi|, indices at |ii|, offset2bag at |oi|.
+static tpr_status_t eb_setup(lw_ctx_t* ctx, int gi, int ii, int oi, int64_t pad,
+                             eb_t* e) {
+  const tpr_type_t* gt = lw_arg_type(ctx, gi);
+  const tpr_type_t* it = lw_arg_type(ctx, ii);
+  const tpr_type_t* ot = lw_arg_type(ctx, oi);
+  if (!gt || !it || !ot || gt->rank != 2 || it->rank != 1 || ot->rank != 1 ||
+      ot->dims[0] != it->dims[0])
+    return lw_fail(ctx, TPR_INVALID_ARGUMENT,
+                   "needs grad [B, D], indices [N] and offset2bag [N]");
+  if (!tpr_dtype_is_float(gt->dtype))
+    return lw_fail(ctx, TPR_UNIMPLEMENTED, "needs a floating grad, got %s",
+                   tpr_dtype_name(gt->dtype));
+  tpr_graph_t* g = G;
+  e->n = it->dims[0], e->b = gt->dims[0], e->d = gt->dims[1];
+  e->idx = lw_cast(g, lw_value(ctx, ii), TPR_DTYPE_S64);
+  tpr_value_t bag = lw_cast(g, lw_value(ctx, oi), TPR_DTYPE_S64);
+  e->live = tpr_binary(g, TPR_BINARY_AND, lw_cmpk(g, TPR_CMP_GE, bag, 0),
+                       lw_cmpk(g, TPR_CMP_LT, bag, (double)e->b));
+  if (pad >= 0)
+    e->live = tpr_binary(g, TPR_BINARY_AND, e->live,
+                         lw_cmpk(g, TPR_CMP_NE, e->idx, (double)pad));
+  e->bag = lw_min(g, lw_max(g, bag, lw_k(g, bag, 0)), lw_k(g, bag, (double)(e->b - 1)));
+  return tpr_ok_status();
+}
+
+// The weight gradient [num_weights, D] of sum/mean/max bags. Arguments from
+// |gi|: grad, indices, (offsets,) offset2bag, bag_size, maximum_indices,
+// num_weights, scale_grad_by_freq, mode, (sparse,) per_sample_weights,
+// padding_idx; |has_offsets| says whether the offsets/sparse slots exist.
+static tpr_status_t eb_dense_backward(lw_ctx_t* ctx, bool has_offsets) {
+  int k = has_offsets ? 1 : 0;
+  int i_o2b = 2 + k, i_bs = 3 + k, i_mi = 4 + k, i_sf = 6 + k, i_mode = 7 + k;
+  int i_psw = 8 + 2 * k, i_pad = 9 + 2 * k;
+  if (has_offsets && lw_bool(ctx, 9, false))
+    return lw_fail(ctx, TPR_UNIMPLEMENTED, "sparse gradients are not supported");
+  int64_t mode = lw_int(ctx, i_mode, 0), pad = lw_int(ctx, i_pad, -1);
+  eb_t e;
+  TPR_RETURN_IF_ERROR(eb_setup(ctx, 0, 1, i_o2b, pad, &e));
+  if (OUT->rank != 2 || OUT->dims[1] != e.d)
+    return lw_fail(ctx, TPR_INVALID_ARGUMENT, "bad grad_weight shape");
+  tpr_graph_t* g = G;
+  tpr_dtype_t cd = lw_opmath(OUT->dtype);
+  tpr_value_t grad = lw_cast(g, lw_value(ctx, 0), cd);
+  tpr_value_t zeros = lw_full(g, 0, cd, &(tpr_type_t){cd, 2, {OUT->dims[0], e.d}});
+  if (e.n == 0 || e.b == 0) return lw_ret(ctx, zeros);
+  int64_t nd[2] = {e.n, e.d}, bd[2] = {e.b, e.d}, d0 = 0, d1 = 1;
+  tpr_value_t bs = lw_cast(g, lw_value(ctx, i_bs), TPR_DTYPE_S64);
+  int64_t nbs = tpr_type_numel(lw_type(ctx, bs));
+  if (nbs < e.b) return lw_fail(ctx, TPR_INVALID_ARGUMENT, "bag_size is too short");
+  bs = tpr_slice(g, bs, &d0, &e.b, &d1);  // the meta kernel may add one entry
+  if (mode == 2) {
+    // Each nonempty bag's gradient goes to the row that held its maximum.
+    tpr_value_t mi = lw_cast(g, lw_value(ctx, i_mi), TPR_DTYPE_S64);
+    tpr_value_t full = tpr_broadcast_in_dim(g, lw_cmpk(g, TPR_CMP_GT, bs, 0), 2, bd, &d0);
+    tpr_value_t src = lw_sel(g, full, grad, lw_k(g, grad, 0));
+    mi = lw_sel(g, full, mi, lw_k(g, mi, 0));
+    return lw_ret(ctx, tpr_scatter_along(g, zeros, 0, mi, src, true));
+  }
+  tpr_value_t scale = lw_full(g, 1, cd, &(tpr_type_t){cd, 1, {e.n}});
+  // Divided by each index's own frequency, as documented and on CUDA (the
+  // CPU kernel reads the count of another index there).
+  if (lw_bool(ctx, i_sf, false)) {
+    int64_t nn[2] = {e.n, e.n};
+    tpr_value_t eq = lw_cmp(g, TPR_CMP_EQ, tpr_broadcast_in_dim(g, e.idx, 2, nn, &d0),
+                            tpr_broadcast_in_dim(g, e.idx, 2, nn, &d1));
+    scale = lw_div(g, scale, row_sum(g, lw_cast(g, eq, cd), 1));
+  }
+  if (mode == 1) {
+    tpr_value_t cnt = lw_cast(g, tpr_take_1d(g, bs, e.bag), cd);
+    scale = lw_sel(g, lw_cmpk(g, TPR_CMP_NE, cnt, 0), lw_div(g, scale, cnt), scale);
+  }
+  if (lw_is_tensor(ctx, i_psw))
+    scale = lw_mul(g, scale, lw_cast(g, lw_value(ctx, i_psw), cd));
+  scale = lw_sel(g, e.live, scale, lw_k(g, scale, 0));
+  tpr_value_t rows = lw_mul(g, tpr_index_select(g, grad, 0, e.bag),
+                            tpr_broadcast_in_dim(g, scale, 2, nd, &d0));
+  tpr_value_t where = tpr_broadcast_in_dim(g, e.idx, 2, nd, &d0);
+  return lw_ret(ctx, tpr_scatter_along(g, zeros, 0, where, rows, true));
+}
+
+static tpr_status_t lower_embedding_bag_backward(lw_ctx_t* ctx) {
+  return eb_dense_backward(ctx, true);
+}
+static tpr_status_t lower_embedding_bag_dense_backward(lw_ctx_t* ctx) {
+  return eb_dense_backward(ctx, false);
+}
+
+// _embedding_bag_per_sample_weights_backward(grad, weight, indices, offsets,
+// offset2bag, mode, padding_idx): sum mode only; each sample's gradient is
+// its bag's gradient dotted with its embedding row (0 for padding).
+static tpr_status_t lower_embedding_bag_psw_backward(lw_ctx_t* ctx) {
+  if (lw_int(ctx, 5, 0) != 0)
+    return lw_fail(ctx, TPR_INVALID_ARGUMENT,
+                   "per_sample_weights are only supported for mode='sum'");
+  eb_t e;
+  TPR_RETURN_IF_ERROR(eb_setup(ctx, 0, 2, 4, lw_int(ctx, 6, -1), &e));
+  const tpr_type_t* wt = lw_arg_type(ctx, 1);
+  if (!wt || wt->rank != 2 || wt->dims[1] != e.d)
+    return lw_fail(ctx, TPR_INVALID_ARGUMENT, "weight must be [V, D]");
+  tpr_graph_t* g = G;
+  if (e.n == 0 || e.b == 0) return lw_ret(ctx, lw_full(g, 0, OUT->dtype, OUT));
+  tpr_dtype_t cd = lw_opmath(OUT->dtype);
+  tpr_value_t gr = tpr_index_select(g, lw_cast(g, lw_value(ctx, 0), cd), 0, e.bag);
+  tpr_value_t w = tpr_index_select(g, lw_cast(g, lw_value(ctx, 1), cd), 0, e.idx);
+  tpr_value_t dot = row_sum(g, lw_mul(g, gr, w), 1);
+  return lw_ret(ctx, lw_sel(g, e.live, dot, lw_k(g, dot, 0)));
+}
+
 LW_DEFINE_TABLE(more,
+    LW_RULE("_embedding_bag_backward", lower_embedding_bag_backward),
+    LW_RULE("_embedding_bag_dense_backward", lower_embedding_bag_dense_backward),
+    LW_RULE("_embedding_bag_dense_backward.out", lower_embedding_bag_dense_backward),
+    LW_RULE("_embedding_bag_per_sample_weights_backward", lower_embedding_bag_psw_backward),
+    LW_RULE("_embedding_bag_per_sample_weights_backward.out", lower_embedding_bag_psw_backward),
     LW_RULE("igamma", lower_igamma), LW_RULE("igamma.out", lower_igamma),
     LW_RULE("igamma_", lower_igamma),
     LW_RULE("igammac", lower_igammac), LW_RULE("igammac.out", lower_igammac),

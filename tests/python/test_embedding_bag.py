@@ -103,3 +103,57 @@ def test_embedding_max_norm_renorms_in_place(tpu, norm_type, dtype):
     torch.testing.assert_close(got.cpu(), want, **tol)
     torch.testing.assert_close(w_tpu.cpu(), w_cpu, **tol)
     assert not torch.equal(w_cpu, w)  # some rows were renormed
+
+
+def _bag_reference(idx, offs, w, mode, psw, padding_idx):
+    """embedding_bag (sum/mean) through F.embedding with
+    scale_grad_by_freq: each index's gradient divided by its own frequency,
+    as documented (and as on CUDA). The CPU embedding_bag kernel divides by
+    the frequency of another index (it indexes its counts by the position of
+    the index group, not its first element), so it is no reference here."""
+    emb = F.embedding(idx, w, padding_idx=padding_idx, scale_grad_by_freq=True)
+    keep = torch.ones(len(idx)) if padding_idx is None else (idx != padding_idx).float()
+    if psw is not None:
+        keep = keep * psw
+    emb = emb * keep[:, None]
+    ends = list(offs[1:].tolist()) + [len(idx)]
+    rows = []
+    for s_, e_ in zip(offs.tolist(), ends):
+        r = emb[s_:e_].sum(0)
+        if mode == "mean":
+            r = r / max(1, int((idx[s_:e_] != (padding_idx if padding_idx is not None else -1)).sum()))
+        rows.append(r)
+    return torch.stack(rows)
+
+
+# (max mode does not take scale_grad_by_freq)
+@pytest.mark.parametrize("mode,scale_grad_by_freq", [("sum", False), ("mean", False),
+                                                     ("max", False), ("sum", True),
+                                                     ("mean", True)])
+@pytest.mark.parametrize("padding_idx", [None, 2])
+def test_backward(tpu, mode, padding_idx, scale_grad_by_freq):
+    # Gradients of weight (and of per_sample_weights in sum mode), with an
+    # empty bag, repeated indices and padding. Sums of a few products in
+    # another order: rtol 1e-5 / atol 1e-6.
+    idx = torch.tensor([1, 2, 4, 4, 2, 3, 2, 9, 0, 4])
+    offs = torch.tensor([0, 3, 3, 7])
+    psw = torch.randn(10, generator=torch.Generator().manual_seed(2)) if mode == "sum" else None
+    up = torch.randn(4, 5, generator=torch.Generator().manual_seed(3))
+    res = []
+    for dev in ("cpu", tpu):
+        w = W.clone().to(dev).requires_grad_()
+        p = psw.clone().to(dev).requires_grad_() if psw is not None else None
+        if dev == "cpu" and scale_grad_by_freq:
+            out = _bag_reference(idx, offs, w, mode, p, padding_idx)
+            want = F.embedding_bag(idx, W, offs, mode=mode, per_sample_weights=psw,
+                                   padding_idx=padding_idx)
+            torch.testing.assert_close(out, want, rtol=1e-5, atol=1e-6)
+        else:
+            out = F.embedding_bag(idx.to(dev), w, offs.to(dev), mode=mode, per_sample_weights=p,
+                                  padding_idx=padding_idx,
+                                  scale_grad_by_freq=scale_grad_by_freq)
+        out.backward(up.to(dev))
+        res.append((w.grad.cpu(), p.grad.cpu() if p is not None else None))
+    torch.testing.assert_close(res[1][0], res[0][0], rtol=1e-5, atol=1e-6)
+    if psw is not None:
+        torch.testing.assert_close(res[1][1], res[0][1], rtol=1e-5, atol=1e-6)
