@@ -114,3 +114,33 @@ def test_grid_sample_3d(tpu, mode, pad, dtype):
         got = F.grid_sample(x.to(tpu), grid.to(tpu), mode=mode, padding_mode=pad,
                             align_corners=align).cpu()
         torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5, equal_nan=True)
+
+
+@pytest.mark.parametrize("mode,pad", list(itertools.product(["bilinear", "nearest"], PADS)))
+@pytest.mark.parametrize("align", [False, True])
+def test_grid_sample_backward(tpu, mode, pad, align):
+    # grad_input (scatter-added tap shares) and grad_grid (weight derivatives
+    # with the padding's chain factor) against the CPU kernel; the grid
+    # reaches past the borders so clipping and reflection take part. Sums
+    # of a few products in another order: rtol 1e-4 / atol 1e-5.
+    x, grid = make(spread=2.3, seed=4)
+    up = torch.randn(2, 3, 4, 6, generator=torch.Generator().manual_seed(8))
+    res = []
+    for dev in ("cpu", tpu):
+        xd = x.detach().to(dev).requires_grad_()
+        gd = grid.detach().to(dev).requires_grad_()
+        y = F.grid_sample(xd, gd, mode=mode, padding_mode=pad, align_corners=align)
+        y.backward(up.to(dev))
+        res.append((xd.grad.cpu(), gd.grad.cpu()))
+    torch.testing.assert_close(res[1][0], res[0][0], rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(res[1][1], res[0][1], rtol=1e-4, atol=1e-5)
+
+
+def test_grid_sample_backward_grid_only(tpu):
+    # output_mask [False, True]: only grad_grid is computed.
+    x, grid = make(seed=6)
+    gd = grid.to(tpu).requires_grad_()
+    F.grid_sample(x.to(tpu), gd, align_corners=False).sum().backward()
+    gc = grid.clone().requires_grad_()
+    F.grid_sample(x, gc, align_corners=False).sum().backward()
+    torch.testing.assert_close(gd.grad.cpu(), gc.grad, rtol=1e-4, atol=1e-5)
