@@ -804,7 +804,62 @@ static tpr_status_t lower_embedding_bag_psw_backward(lw_ctx_t* ctx) {
   return lw_ret(ctx, lw_sel(g, e.live, dot, lw_k(g, dot, 0)));
 }
 
+//===--- activation backwards ----------------------------------------------===//
+
+// glu_backward(grad_output, self, dim): self = [a, b] halves along dim,
+// glu = a sigmoid(b); d/da = sigmoid(b), d/db = a sigmoid(b) (1 - sigmoid(b)).
+static tpr_status_t lower_glu_backward(lw_ctx_t* ctx) {
+  const tpr_type_t* xt = lw_arg_type(ctx, 1);
+  if (!xt || !lw_is_tensor(ctx, 0) || xt->rank < 1)
+    return lw_fail(ctx, TPR_INVALID_ARGUMENT, "needs grad_output and self");
+  if (!tpr_dtype_is_float(xt->dtype))
+    return lw_fail(ctx, TPR_UNIMPLEMENTED, "needs a floating dtype, got %s",
+                   tpr_dtype_name(xt->dtype));
+  int64_t dim = lw_wrap_dim(lw_int(ctx, 2, -1), xt->rank);
+  if (dim < 0 || xt->dims[dim] % 2)
+    return lw_fail(ctx, TPR_INVALID_ARGUMENT, "dim out of range or of odd size");
+  tpr_graph_t* g = G;
+  tpr_dtype_t cd = lw_opmath(xt->dtype);
+  tpr_value_t x = lw_cast(g, lw_value(ctx, 1), cd);
+  int64_t lo[TPR_MAX_RANK] = {0}, mid[TPR_MAX_RANK], hi[TPR_MAX_RANK], one[TPR_MAX_RANK];
+  for (int i = 0; i < xt->rank; i++) mid[i] = hi[i] = xt->dims[i], one[i] = 1;
+  mid[dim] = xt->dims[dim] / 2;
+  tpr_value_t a = tpr_slice(g, x, lo, mid, one);
+  int64_t lo2[TPR_MAX_RANK] = {0};
+  lo2[dim] = mid[dim];
+  tpr_value_t b = tpr_slice(g, x, lo2, hi, one);
+  tpr_value_t go = lw_cast(g, lw_value(ctx, 0), cd);
+  tpr_value_t sig = lw_un(g, TPR_UNARY_LOGISTIC, b);
+  tpr_value_t ga = lw_mul(g, sig, go);
+  tpr_value_t gb = lw_mul(g, lw_mul(g, lw_mul(g, lw_sub(g, lw_k(g, sig, 1), sig), sig), a), go);
+  tpr_value_t parts[2] = {ga, gb};
+  return lw_ret(ctx, tpr_concatenate(g, parts, 2, dim));
+}
+
+// _prelu_kernel_backward(grad_output, self, weight) -> (grad_self,
+// grad_weight), both in the broadcast shape (autograd reduces the weight's).
+static tpr_status_t lower_prelu_kernel_backward(lw_ctx_t* ctx) {
+  if (ctx->num_outs != 2 || !lw_is_tensor(ctx, 0) || !lw_is_tensor(ctx, 1) ||
+      !lw_is_tensor(ctx, 2))
+    return lw_fail(ctx, TPR_INVALID_ARGUMENT, "needs grad_output, self and weight");
+  if (!tpr_dtype_is_float(OUT->dtype))
+    return lw_fail(ctx, TPR_UNIMPLEMENTED, "needs a floating dtype, got %s",
+                   tpr_dtype_name(OUT->dtype));
+  tpr_graph_t* g = G;
+  tpr_dtype_t cd = lw_opmath(OUT->dtype);
+  const tpr_type_t* shape = &ctx->out_types[1];
+  tpr_value_t go = lw_in(ctx, 0, cd, shape), x = lw_in(ctx, 1, cd, shape);
+  tpr_value_t w = lw_in(ctx, 2, cd, shape);
+  tpr_value_t pos = lw_cmpk(g, TPR_CMP_GT, x, 0);
+  lw_set(ctx, 0, lw_reshape_to(g, lw_sel(g, pos, go, lw_mul(g, w, go)), OUT));
+  lw_set(ctx, 1, lw_sel(g, pos, lw_k(g, go, 0), lw_mul(g, x, go)));
+  return lw_done(ctx);
+}
+
 LW_DEFINE_TABLE(more,
+    LW_RULE("glu_backward", lower_glu_backward),
+    LW_RULE("glu_backward.grad_input", lower_glu_backward),
+    LW_RULE("_prelu_kernel_backward", lower_prelu_kernel_backward),
     LW_RULE("_embedding_bag_backward", lower_embedding_bag_backward),
     LW_RULE("_embedding_bag_dense_backward", lower_embedding_bag_dense_backward),
     LW_RULE("_embedding_bag_dense_backward.out", lower_embedding_bag_dense_backward),
