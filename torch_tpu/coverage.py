@@ -362,6 +362,9 @@ def _worker(args):
             out.flush()
 
 
+_CHUNK = 150  # OpInfo entries per worker process
+
+
 def _drive(args):
     from torch.testing._internal.common_methods_invocations import op_db
     n = len(op_db)
@@ -371,8 +374,12 @@ def _drive(args):
     results = {}
     start = 0
     while start < n:
+        # A fresh worker per chunk of entries: one process that compiles every
+        # op for six dtypes holds so many executables that their memory
+        # mappings reach the kernel's limit (vm.max_map_count) and LLVM fails.
+        end = min(start + _CHUNK, n)
         cmd = [sys.executable, "-m", "torch_tpu.coverage", "--worker", "--start", str(start),
-               "--end", str(n), "--result", result_path, "--dtypes", ",".join(args.dtypes),
+               "--end", str(end), "--result", result_path, "--dtypes", ",".join(args.dtypes),
                "--samples", str(args.samples)]
         if not args.backward:
             cmd.append("--no-backward")
@@ -400,7 +407,8 @@ def _drive(args):
                 done.add(rec["done"])
                 results[rec["op"]] = rec["result"]
         if proc.returncode == 0:
-            break
+            start = end
+            continue
         if begun is None or begun in done:
             break  # died outside an op
         op = op_db[begun]

@@ -39,6 +39,7 @@ static const group_t kGroups[] = {
     {lw_rules_embedding_bag, &lw_rules_embedding_bag_count},
     {lw_rules_grid, &lw_rules_grid_count},
     {lw_rules_view, &lw_rules_view_count},
+    {lw_rules_more, &lw_rules_more_count},
 };
 
 // Large enough for every group; checked when the table is built.

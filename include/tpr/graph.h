@@ -391,6 +391,24 @@ tpr_value_t tpr_triangular_solve(tpr_graph_t* graph, tpr_value_t a,
                                  tpr_value_t b, bool left_side, bool lower,
                                  bool unit_diagonal, bool transpose_a);
 
+//===--- control flow (builders_while.c) ----------------------------------===//
+
+// Fills a region: |args| are its block arguments; it writes its results.
+typedef void (*tpr_region_fn_t)(tpr_graph_t* graph, void* user,
+                                const tpr_value_t* args, tpr_value_t* results);
+
+// stablehlo.while over |count| (1..TPR_WHILE_MAX) loop-carried values
+// starting at |init|: while cond(values) (one rank-0 bool result) holds,
+// values = body(values) (results of the argument types). Regions capture
+// nothing: they use only their arguments and nodes built inside them (loop
+// invariants travel as carried values); a builder given an outside value
+// inside a region, or a region value outside it, records an error.
+// out[i] gets the final value i. Regions may nest.
+#define TPR_WHILE_MAX 16
+void tpr_while(tpr_graph_t* graph, int count, const tpr_value_t* init,
+               tpr_region_fn_t cond, tpr_region_fn_t body, void* user,
+               tpr_value_t* out);
+
 //===--- views over flat storage ------------------------------------------===//
 //
 // A PyTorch storage lives on the device as one rank-1 buffer of its element
