@@ -1,6 +1,8 @@
 // In-memory executable cache: open addressing on a 128-bit graph hash,
-// bounded by total weight (graph nodes) with least-recently-used eviction:
-// fused eager can produce many large graphs, each holding compiled code.
+// bounded by total weight (graph nodes) and by entry count, with
+// least-recently-used eviction: fused eager can produce many large graphs,
+// and each executable holds compiled code in its own memory mappings (a
+// process has a limited number of those).
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,6 +22,7 @@ static uint64_t tick;
 static int64_t total_weight;
 static int64_t max_weight = 4 << 20;
 static int64_t evictions;
+static const size_t kMaxEntries = 4096;
 
 static size_t slot_of(const uint64_t key[2], size_t cap) {
   return (size_t)(key[0] ^ (key[1] * 0x9E3779B97F4A7C15ull)) & (cap - 1);
@@ -58,8 +61,8 @@ static int by_last_used(const void* a, const void* b) {
   return x < y ? -1 : x > y;
 }
 
-// Evicts least recently used entries until the weight is 3/4 of the bound,
-// never the newest one (its caller is about to run it).
+// Evicts least recently used entries until the weight and the count are at
+// 3/4 of their bounds, never the newest one (its caller is about to run it).
 static tpr_status_t evict(void) {
   uint64_t** order = (uint64_t**)tpr_malloc(count * sizeof *order);
   if (!order) return TPR_ERR(RESOURCE_EXHAUSTED, "out of host memory for the executable cache");
@@ -67,7 +70,9 @@ static tpr_status_t evict(void) {
   for (size_t i = 0; i < capacity; i++)
     if (table[i].exe) order[n++] = &table[i].last_used;
   qsort(order, n, sizeof *order, by_last_used);
-  for (size_t k = 0; k + 1 < n && total_weight > max_weight / 4 * 3; k++) {
+  for (size_t k = 0; k + 1 < n && (total_weight > max_weight / 4 * 3 ||
+                                    count > kMaxEntries / 4 * 3);
+       k++) {
     entry_t* e = (entry_t*)((char*)order[k] - offsetof(entry_t, last_used));
     total_weight -= e->weight;
     tpr_executable_release(e->exe);
@@ -88,7 +93,7 @@ tpr_status_t tpr_exec_cache_insert(const uint64_t key[2], tpr_executable_t* exe,
   table[i] = (entry_t){{key[0], key[1]}, tpr_executable_retain(exe), ++tick, weight};
   count++;
   total_weight += weight;
-  if (total_weight > max_weight && count > 1) return evict();
+  if ((total_weight > max_weight || count > kMaxEntries) && count > 1) return evict();
   return tpr_ok_status();
 }
 
