@@ -2,7 +2,10 @@
 strict and fused eager on tpu against PyTorch's native CPU path, in one run:
 steps/s as medians of several timed windows, with ratios.
 
-    python bench/gpt_train.py [--batch 1 8] [--steps 5] [--reps 5] [--no-cpu]"""
+    python bench/gpt_train.py [--batch 1 8] [--steps 5] [--reps 5] [--no-cpu] [--cut]
+
+--cut adds torch_tpu.mark_step() after the forward and after the backward, so
+fused mode runs three graphs per step instead of one."""
 import argparse
 import os
 import sys
@@ -27,7 +30,11 @@ def steps_per_s(device, mode, batch, args):
         for _ in range(args.steps):
             opt.zero_grad()
             loss = gpt_loss(model, x, y)
+            if args.cut:
+                torch_tpu.mark_step()
             loss.backward()
+            if args.cut:
+                torch_tpu.mark_step()
             opt.step()
             loss.item()
 
@@ -43,6 +50,7 @@ def main():
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--no-cpu", action="store_true")
+    ap.add_argument("--cut", action="store_true")
     args = ap.parse_args()
     print(f"TinyGPT (4 layers, d=256, seq 128, vocab 512), AdamW, loss.item() each step; "
           f"median of {args.reps} windows of {args.steps} steps; {os.cpu_count()} CPUs")
