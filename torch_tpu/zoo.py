@@ -80,7 +80,7 @@ _SHRINK = {
     **dict.fromkeys(("num_attention_heads", "n_head", "n_heads", "num_heads",
                      "encoder_attention_heads", "decoder_attention_heads"), HEADS),
     **dict.fromkeys(("num_key_value_heads", "num_kv_heads", "n_kv_heads"), KV_HEADS),
-    "head_dim": HIDDEN // HEADS,
+    **dict.fromkeys(("head_dim", "rotary_dim"), HIDDEN // HEADS),
     **dict.fromkeys(("intermediate_size", "ffn_dim", "encoder_ffn_dim", "decoder_ffn_dim",
                      "n_inner", "d_ff", "moe_intermediate_size",
                      "shared_expert_intermediate_size"), FFN),
@@ -99,6 +99,11 @@ def _shrink_dict(d):
             out[k] = _SHRINK[k]
         else:
             out[k] = v
+    layers = next((out[k] for k in ("num_hidden_layers", "num_layers", "n_layer") if k in out), None)
+    for k, v in list(out.items()):
+        # per-layer lists must keep one entry per (remaining) layer
+        if isinstance(k, str) and k.endswith("layer_types") and isinstance(v, list) and isinstance(layers, int):
+            out[k] = v[:layers]
     vocab = out.get("vocab_size")
     if isinstance(vocab, int):
         # special token ids must stay inside the shrunk vocabulary: give each
@@ -113,7 +118,7 @@ def _shrink_dict(d):
                 remap[i], fresh = fresh, fresh - 1
             return remap[i]
         for k, v in list(out.items()):
-            if k.endswith(("_token_id", "_token_index", "_token_ids")):
+            if isinstance(k, str) and k.endswith(("_token_id", "_token_index", "_token_ids")):
                 out[k] = [fix(i) for i in v] if isinstance(v, list) else fix(v)
     return out
 
@@ -146,8 +151,9 @@ def _sub(config, attr, default):
     return default
 
 
-def make_inputs(model, config, task):
-    """Seeded inputs for the parameters the model's forward accepts."""
+def make_inputs(model, config, task, pixels=True):
+    """Seeded inputs for the parameters the model's forward accepts (images
+    for every model that takes them unless ``pixels`` is False)."""
     import torch
     g = torch.Generator().manual_seed(SEED)
     params = inspect.signature(model.forward).parameters
@@ -161,8 +167,7 @@ def make_inputs(model, config, task):
         inputs["input_ids"] = ids
         if "attention_mask" in params:
             inputs["attention_mask"] = torch.ones(BATCH, SEQ, dtype=torch.long)
-    if "pixel_values" in params and model.main_input_name != "input_ids" or \
-            "pixel_values" in params and task == "image-text-to-text":
+    if "pixel_values" in params and pixels:
         ch = _sub(config, "num_channels", 3)
         size = _sub(config, "image_size", 224)
         inputs["pixel_values"] = torch.randn(BATCH, ch, size, size, generator=g)
@@ -263,9 +268,7 @@ def run_arch(name, task, model_type, verbose=False):
         config = shrink(AutoConfig.for_model(model_type))
         torch.manual_seed(SEED)
         model = cls(config).eval()
-        inputs = make_inputs(model, config, task)
-        with torch.no_grad():
-            want = model(**inputs)
+        inputs, want = _cpu_reference(model, config, task)
     except Exception as e:  # noqa: BLE001  (any harness failure: not counted)
         rec.update(status="skip", reason="cpu: " + _short(e))
         return rec
@@ -285,6 +288,22 @@ def run_arch(name, task, model_type, verbose=False):
     if verbose:
         print(name, rec, file=sys.stderr)
     return rec
+
+
+def _cpu_reference(model, config, task):
+    """(inputs, CPU outputs); text-only inputs where images without their
+    placeholder tokens are rejected (multimodal LMs)."""
+    import torch
+    try:
+        inputs = make_inputs(model, config, task)
+        with torch.no_grad():
+            return inputs, model(**inputs)
+    except Exception:  # noqa: BLE001
+        if "pixel_values" not in inputs:
+            raise
+    inputs = make_inputs(model, config, task, pixels=False)
+    with torch.no_grad():
+        return inputs, model(**inputs)
 
 
 def _backward(model, tmodel, inputs, tinputs):
@@ -321,7 +340,9 @@ def _worker(args):
             name, task, model_type = rows[i]
             out.write(json.dumps({"begin": i}) + "\n")
             out.flush()
+            t0 = time.time()
             rec = run_arch(name, task, model_type, args.verbose)
+            rec["seconds"] = round(time.time() - t0, 1)
             out.write(json.dumps({"done": i, "arch": name, "result": rec}) + "\n")
             out.flush()
 
@@ -408,6 +429,10 @@ def main(argv=None):
     ap.add_argument("--fast", action="store_true", help="the CI slice")
     ap.add_argument("--archs", default="", help="comma-separated model class names")
     ap.add_argument("--tasks", default="", help="comma-separated task labels (see TASKS)")
+    ap.add_argument("--every", type=int, default=1,
+                    help="run every N-th architecture of the sorted list (a spread sample)")
+    ap.add_argument("--report", default="", help="only write the report from this results JSON "
+                    "(a finished run or its .partial file)")
     ap.add_argument("--timeout", type=int, default=300, help="seconds on one architecture = hung")
     ap.add_argument("--json", default="zoo.json")
     ap.add_argument("--markdown", default="", help="write the report here")
@@ -429,13 +454,25 @@ def main(argv=None):
         if unknown:
             ap.error("not in the auto mappings: " + ", ".join(sorted(unknown)))
         rows = [r for r in rows if r[0] in wanted]
+    rows = rows[::args.every]
+    if args.report:
+        return _write_report(args, _load(args.report), elapsed=None)
     t0 = time.time()
     results = _drive(args, rows)
-    elapsed = time.time() - t0
-    print(report(results) + f"\n({len(results)} architectures, {elapsed:.0f} s)")
+    return _write_report(args, results, time.time() - t0)
+
+
+def _load(path):
+    with open(path) as f:
+        return {rec["arch"]: rec["result"] for rec in map(json.loads, f) if "done" in rec}
+
+
+def _write_report(args, results, elapsed):
+    took = f", {elapsed / 60:.0f} min" if elapsed is not None else ""
+    print(report(results) + f"\n({len(results)} architectures{took})")
     if args.markdown:
-        text = [f"# Hugging Face model zoo on tpu vs CPU",
-                f"Command: `python -m torch_tpu.zoo {' '.join(sys.argv[1:])}` ({elapsed / 60:.0f} min)",
+        text = ["# Hugging Face model zoo on tpu vs CPU",
+                f"Command: `python -m torch_tpu.zoo {' '.join(sys.argv[1:])}`{took}",
                 *report(results).splitlines(), details(results)]
         with open(args.markdown, "w") as f:
             f.write("\n\n".join(text) + "\n")

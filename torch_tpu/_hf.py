@@ -1,6 +1,8 @@
-"""Lets Hugging Face accelerate see ``tpu``: memory for ``device_map="auto"``,
-and the default device of its ``PartialState`` (which ``Trainer`` prepares
-the model on).
+"""Lets Hugging Face libraries see ``tpu`` where they hard-code device names.
+
+accelerate: memory for ``device_map="auto"``, and the default device of its
+``PartialState`` (which ``Trainer`` prepares the model on). safetensors:
+``device="tpu"`` for ``safe_open``/``load_file``.
 
 ``accelerate.utils.modeling.get_max_memory`` asks a fixed list of vendor
 modules (npu, mlu, xpu, hpu, ..., else CUDA) for device memory and, on a
@@ -15,7 +17,14 @@ budgets pass through unchanged: ``max_memory={0: "2GiB", "cpu": "8GiB"}``.
 ``PartialState.default_device`` likewise walks the vendor list and ends at the
 CPU; the wrapped property answers ``tpu`` where it would have answered the CPU
 and ``tpu`` is the current accelerator (``ACCELERATE_TORCH_DEVICE`` and
-``cpu=True`` still win, as before). Nothing on disk is changed; the wrapper is installed by an import hook, or at
+``cpu=True`` still win, as before).
+
+safetensors' Rust device parser knows a fixed list of names and rejects
+``"tpu"``, but takes a bare index, which PyTorch resolves to the current
+accelerator; ``safetensors.safe_open`` is wrapped to pass a ``tpu`` device as
+its index (only while ``tpu`` is the current accelerator).
+
+Nothing on disk is changed; the wrapper is installed by an import hook, or at
 once if accelerate was imported first.
 """
 import functools
@@ -82,7 +91,38 @@ def _patch_state(module):
         module.PartialState.default_device = property(_wrap_default_device(prop.fget))
 
 
-_TARGETS = {"accelerate.utils.modeling": _patch_modeling, "accelerate.state": _patch_state}
+def _tpu_index(device):
+    import torch
+    if isinstance(device, (str, torch.device)) and _tpu_is_current():
+        try:
+            d = torch.device(device)
+        except RuntimeError:
+            return device
+        if d.type == "tpu":
+            return d.index if d.index is not None else torch.tpu.current_device()
+    return device
+
+
+def _patch_safetensors(module):
+    original = module.safe_open
+    if getattr(original, "_torch_tpu_wrapped", False):
+        return
+
+    @functools.wraps(original)
+    def safe_open(filename, framework, device="cpu", *args, **kwargs):
+        return original(filename, framework, _tpu_index(device), *args, **kwargs)
+
+    safe_open._torch_tpu_wrapped = True
+    module.safe_open = safe_open
+    # modules that imported the name before the wrap
+    for name in ("safetensors.torch",):
+        user = sys.modules.get(name)
+        if user is not None and getattr(user, "safe_open", None) is original:
+            user.safe_open = safe_open
+
+
+_TARGETS = {"accelerate.utils.modeling": _patch_modeling, "accelerate.state": _patch_state,
+            "safetensors": _patch_safetensors}
 
 
 class _Finder(importlib.abc.MetaPathFinder):
