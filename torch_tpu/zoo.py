@@ -8,7 +8,8 @@
 The architectures are the model classes in Transformers' auto mappings for base
 models and the task heads listed in ``TASKS``. For each one the harness builds
 the model type's default config shrunk to a few small layers (``shrink``),
-creates the model with random weights (seeded), makes inputs from the forward
+creates the model with random weights (seeded; matrices initialised to a
+constant are redrawn, see ``_unflatten_constant_weights``), makes inputs from the forward
 signature, runs forward on the CPU, copies the same model to ``tpu`` and runs
 it on the same inputs. LM heads (causal, masked, seq2seq) also run a backward
 pass of their loss and compare every parameter's gradient. Statuses:
@@ -268,6 +269,7 @@ def run_arch(name, task, model_type, verbose=False):
         config = shrink(AutoConfig.for_model(model_type))
         torch.manual_seed(SEED)
         model = cls(config).eval()
+        _unflatten_constant_weights(model)
         inputs, want = _cpu_reference(model, config, task)
     except Exception as e:  # noqa: BLE001  (any harness failure: not counted)
         rec.update(status="skip", reason="cpu: " + _short(e))
@@ -288,6 +290,20 @@ def run_arch(name, task, model_type, verbose=False):
     if verbose:
         print(name, rec, file=sys.stderr)
     return rec
+
+
+def _unflatten_constant_weights(model):
+    """Redraws matrices that initialise to one constant (MoE router gates
+    start at zero). Their scores tie exactly, and which of tied experts top-k
+    picks is unspecified (the CPU, CUDA and XLA choose differently), so such
+    a model compares tie-breaking rather than numerics."""
+    import torch
+    g = torch.Generator().manual_seed(SEED + 1)
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.dim() >= 2 and p.is_floating_point() and p.numel() > 1 and \
+                    bool((p == p.reshape(-1)[0]).all()):
+                p.copy_(torch.randn(p.shape, generator=g) * 0.02)
 
 
 def _cpu_reference(model, config, task):
