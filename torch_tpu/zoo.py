@@ -125,8 +125,16 @@ def _shrink_dict(d):
 
 
 def shrink(config):
-    """A small config of the same type (few, narrow layers; tiny vocabulary)."""
-    return type(config).from_dict(_shrink_dict(config.to_dict()))
+    """A small config of the same type (few, narrow layers; tiny vocabulary).
+    Ids that checkpoints set but default configs leave out are filled in: a
+    padding id (sequence classification pools at the last non-pad token) and,
+    for encoder-decoders, the decoder start id (T5 uses its pad id)."""
+    d = _shrink_dict(config.to_dict())
+    if "pad_token_id" in d and d["pad_token_id"] is None:
+        d["pad_token_id"] = 0
+    if d.get("is_encoder_decoder") and d.get("decoder_start_token_id") is None:
+        d["decoder_start_token_id"] = d.get("pad_token_id") or 0
+    return type(config).from_dict(d)
 
 
 def architectures(tasks=None):
