@@ -71,7 +71,7 @@ SCALE_FLOOR = 1e-2
 
 SEED = 0
 BATCH, SEQ, DEC_SEQ = 2, 8, 6
-HIDDEN, HEADS, KV_HEADS, FFN, VOCAB = 32, 4, 2, 64, 256
+HIDDEN, HEADS, KV_HEADS, FFN, VOCAB, IMAGE = 32, 4, 2, 64, 256, 64
 
 # config key -> value it is shrunk to (only ever made smaller)
 _SHRINK = {
@@ -88,14 +88,22 @@ _SHRINK = {
     **dict.fromkeys(("num_experts", "num_local_experts", "n_routed_experts"), 4),
     "num_experts_per_tok": 2,
     "vocab_size": VOCAB,
+    # images: 64x64 still gives patch grids and CNN stages; 600x600 (EfficientNet)
+    # would take gigabytes
+    "image_size": IMAGE,
 }
 
 
 def _shrink_dict(d):
     out = {}
+    # hierarchical vision models list heads per stage: their width must stay
+    # divisible by those counts, so it is left alone
+    staged = isinstance(d.get("num_heads"), list)
     for k, v in d.items():
         if isinstance(v, dict):
             out[k] = _shrink_dict(v)
+        elif staged and k in ("embed_dim", "hidden_size"):
+            out[k] = v
         elif k in _SHRINK and isinstance(v, int) and not isinstance(v, bool) and v > _SHRINK[k]:
             out[k] = _SHRINK[k]
         else:
@@ -318,16 +326,19 @@ def _cpu_reference(model, config, task):
     """(inputs, CPU outputs); text-only inputs where images without their
     placeholder tokens are rejected (multimodal LMs)."""
     import torch
+    inputs = make_inputs(model, config, task)
     try:
-        inputs = make_inputs(model, config, task)
         with torch.no_grad():
             return inputs, model(**inputs)
-    except Exception:  # noqa: BLE001
+    except Exception as first:  # noqa: BLE001
         if "pixel_values" not in inputs:
             raise
-    inputs = make_inputs(model, config, task, pixels=False)
-    with torch.no_grad():
-        return inputs, model(**inputs)
+        inputs = make_inputs(model, config, task, pixels=False)
+        try:
+            with torch.no_grad():
+                return inputs, model(**inputs)
+        except Exception:  # noqa: BLE001
+            raise first from None
 
 
 def _backward(model, tmodel, inputs, tinputs):
