@@ -49,3 +49,30 @@ def test_op_without_lowering_errors_with_its_name_when_fallback_is_off():
     proc = run_python(code, env={"TORCH_TPU_FALLBACK": "0"})
     assert proc.returncode != 0
     assert "_fused_adamw_" in proc.stderr
+
+
+@pytest.mark.parametrize("scale", [1e-24, 1.0, 1e20])
+@pytest.mark.parametrize("ord", [2, 3, -2, 1, float("inf"), 0])
+def test_vector_norm_of_tiny_and_huge_values(scale, ord):
+    # Squares of 1e-24 or 1e20 leave float32's range. The CPU's long-row
+    # kernel still gets the norm (vision towers of random models pool to
+    # ~1e-24, and ALIGN normalises by that norm), its short-row loop returns
+    # 0 or inf; tpu scales by the largest |x| and gets it for every shape.
+    # Reference: the same float32 values reduced in float64, rounded to
+    # float32. Tolerance 1e-5 relative: the scaling adds an ulp or two.
+    g = torch.Generator().manual_seed(0)
+    for cols in (5, 640):
+        x = torch.randn(3, cols, generator=g) * scale
+        x[1, :3] = 0.0
+        want = torch.linalg.vector_norm(x.double(), ord, dim=-1).float()
+        got = torch.linalg.vector_norm(x.to("tpu"), ord, dim=-1).cpu()
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=0)
+        got = x.to("tpu").norm(p=ord, dim=1, keepdim=True).cpu()
+        torch.testing.assert_close(got, want[:, None], rtol=1e-5, atol=0)
+
+
+def test_vector_norm_keeps_nan_inf_and_zero_rows():
+    x = torch.tensor([[0.0, 0.0, 0.0], [1.0, float("nan"), 2.0], [float("inf"), 1.0, 0.0]])
+    want = torch.linalg.vector_norm(x, 2, dim=-1)
+    got = torch.linalg.vector_norm(x.to("tpu"), 2, dim=-1).cpu()
+    torch.testing.assert_close(got, want, equal_nan=True)
