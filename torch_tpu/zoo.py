@@ -81,6 +81,7 @@ _SHRINK = {
     **dict.fromkeys(("num_attention_heads", "n_head", "n_heads", "num_heads",
                      "encoder_attention_heads", "decoder_attention_heads"), HEADS),
     **dict.fromkeys(("num_key_value_heads", "num_kv_heads", "n_kv_heads"), KV_HEADS),
+    "mamba_n_heads": HEADS,
     **dict.fromkeys(("head_dim", "rotary_dim"), HIDDEN // HEADS),
     **dict.fromkeys(("intermediate_size", "ffn_dim", "encoder_ffn_dim", "decoder_ffn_dim",
                      "n_inner", "d_ff", "moe_intermediate_size",
@@ -109,10 +110,15 @@ def _shrink_dict(d):
         else:
             out[k] = v
     layers = next((out[k] for k in ("num_hidden_layers", "num_layers", "n_layer") if k in out), None)
-    for k, v in list(out.items()):
-        # per-layer lists must keep one entry per (remaining) layer
-        if isinstance(k, str) and k.endswith("layer_types") and isinstance(v, list) and isinstance(layers, int):
-            out[k] = v[:layers]
+    if isinstance(layers, int) and layers < d.get("num_hidden_layers", d.get("num_layers", 0) or 0):
+        for k, v in list(out.items()):
+            # per-layer settings must keep to the remaining layers
+            if isinstance(k, str) and k.endswith("layer_types") and isinstance(v, list):
+                out[k] = v[:layers]
+            elif k == "per_layer_config" and isinstance(v, dict):
+                out[k] = {i: c for i, c in v.items() if int(i) < layers}
+            elif k in ("out_features", "out_indices") and v is not None:
+                out[k] = None  # backbones: named stages may be gone; the last one is used
     vocab = out.get("vocab_size")
     if isinstance(vocab, int):
         # special token ids must stay inside the shrunk vocabulary: give each
@@ -261,7 +267,8 @@ def _delta(before, after):
 
 
 def _short(e):
-    return f"{type(e).__name__}: {str(e).strip().splitlines()[0][:300] if str(e).strip() else ''}"
+    lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+    return f"{type(e).__name__}: {' '.join(lines[:2])[:300]}"
 
 
 def _loss(out):
