@@ -24,14 +24,13 @@ safetensors' Rust device parser knows a fixed list of names and rejects
 accelerator; ``safetensors.safe_open`` is wrapped to pass a ``tpu`` device as
 its index (only while ``tpu`` is the current accelerator).
 
-Nothing on disk is changed; the wrapper is installed by an import hook, or at
-once if accelerate was imported first.
+Nothing on disk is changed; the wrappers are installed by an import hook, or
+at once for modules imported before this package.
 """
 import functools
 import importlib.abc
 import importlib.machinery
 import sys
-
 
 
 def _tpu_is_current():

@@ -14,7 +14,9 @@ signature, runs forward on the CPU, copies the same model to ``tpu`` and runs
 it on the same inputs. LM heads (causal, masked, seq2seq) also run a backward
 pass of their loss and compare every parameter's gradient. Statuses:
 
-* ``match``: every output tensor is within tolerance of the CPU;
+* ``match``: every output tensor is within tolerance of the CPU (or, where
+  the CPU's float32 result is itself off, of the CPU's float64 result: the
+  record then carries a ``note``);
 * ``mismatch``: some output differs (value, shape or dtype);
 * ``crash``: forward raised on ``tpu`` (the message is kept), or the worker
   died or hung on it;
@@ -304,6 +306,9 @@ def run_arch(name, task, model_type, verbose=False):
         with torch.no_grad():
             got = tmodel(**tinputs)
         problem = compare(got, want)
+        if problem and _matches_float64(model, inputs, got):
+            rec["note"] = f"cpu float32 was off ({problem}); tpu matches the float64 cpu result"
+            problem = None
         rec.update(status="mismatch" if problem else "match", reason=problem or "")
     except Exception as e:  # noqa: BLE001
         rec.update(status="crash", reason=_short(e))
@@ -313,6 +318,28 @@ def run_arch(name, task, model_type, verbose=False):
     if verbose:
         print(name, rec, file=sys.stderr)
     return rec
+
+
+def _matches_float64(model, inputs, got):
+    """Whether ``got`` matches the model run on the CPU in float64 (rounded to
+    float32). The CPU's float32 kernels are not exact either: a norm of
+    1e-24-sized values loses bits in its subnormal squares, for one. Where
+    float64 cannot run, the float32 CPU result stands."""
+    import copy
+
+    import torch
+    try:
+        m64 = copy.deepcopy(model).double()
+        in64 = {k: v.double() if isinstance(v, torch.Tensor) and v.is_floating_point() else v
+                for k, v in inputs.items()}
+        with torch.no_grad():
+            ref = _tensors(m64(**in64), [])
+    except Exception:  # noqa: BLE001
+        return False
+    g = _tensors(got, [])
+    ref = [r.to(t.dtype) if r.is_floating_point() and t.is_floating_point() else r
+           for r, t in zip(ref, g)]
+    return compare(g, ref) is None
 
 
 def _unflatten_constant_weights(model):
@@ -453,13 +480,24 @@ def report(results):
     return "\n".join(lines)
 
 
+def by_task(results):
+    rows = ["| task | architectures | skipped | counted | ran | matched |", "|---|---|---|---|---|---|"]
+    for task, _ in TASKS:
+        rs = [r for r in results.values() if r["task"] == task]
+        c = collections.Counter(r["status"] for r in rs)
+        counted = c["match"] + c["mismatch"] + c["crash"]
+        rows.append(f"| {task} | {len(rs)} | {c['skip']} | {counted} | "
+                    f"{c['match'] + c['mismatch']} | {c['match']} |")
+    return "\n".join(rows)
+
+
 def details(results):
     rows = ["| architecture | task | forward | backward | fallbacks | problem |",
             "|---|---|---|---|---|---|"]
     for name in sorted(results):
         r = results[name]
         b = r.get("backward", {})
-        reason = r.get("reason") or b.get("reason", "")
+        reason = r.get("reason") or b.get("reason") or r.get("note", "")
         rows.append(f"| {name} | {r['task']} | {r['status']} | {b.get('status', '-')} | "
                     f"{', '.join(sorted(r.get('fallbacks', {})))} | "
                     f"{reason.replace('|', '/')[:160]} |")
@@ -515,7 +553,7 @@ def _write_report(args, results, elapsed):
     if args.markdown:
         text = ["# Hugging Face model zoo on tpu vs CPU",
                 f"Command: `python -m torch_tpu.zoo {' '.join(sys.argv[1:])}`{took}",
-                *report(results).splitlines(), details(results)]
+                *report(results).splitlines(), by_task(results), details(results)]
         with open(args.markdown, "w") as f:
             f.write("\n\n".join(text) + "\n")
     return 0

@@ -67,6 +67,7 @@ LW_DECLARE_TABLE(misc);
 LW_DECLARE_TABLE(factor);
 LW_DECLARE_TABLE(embedding_bag);  // rules_embedding_bag.c
 LW_DECLARE_TABLE(grid);  // grid sampling (rules_grid.c)
+LW_DECLARE_TABLE(hf);  // ops Hugging Face models reach (rules_hf.c)
 
 
 #define LW_DEFINE_TABLE(group, ...)                                  \

@@ -38,6 +38,7 @@ static const group_t kGroups[] = {
     {lw_rules_factor, &lw_rules_factor_count},
     {lw_rules_embedding_bag, &lw_rules_embedding_bag_count},
     {lw_rules_grid, &lw_rules_grid_count},
+    {lw_rules_hf, &lw_rules_hf_count},
 };
 
 // Large enough for every group; checked when the table is built.

@@ -76,3 +76,33 @@ def test_vector_norm_keeps_nan_inf_and_zero_rows():
     want = torch.linalg.vector_norm(x, 2, dim=-1)
     got = torch.linalg.vector_norm(x.to("tpu"), 2, dim=-1).cpu()
     torch.testing.assert_close(got, want, equal_nan=True)
+
+
+@pytest.mark.parametrize("dim", [0, 2, -1])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_weight_norm_interface_forward_and_backward(dim, dtype):
+    # wav2vec2-style position embeddings use weight_norm; tpu lowers the fused
+    # op and its backward (no CPU fallback). Tolerance: float32 1e-5 (a
+    # reduction and a sqrt), bfloat16 2 ulp (1.6e-2).
+    tol = dict(rtol=1e-5, atol=1e-5) if dtype == torch.float32 else dict(rtol=1.6e-2, atol=1e-2)
+    g = torch.Generator().manual_seed(0)
+    v = torch.randn(6, 4, 5, generator=g).to(dtype)
+    d = dim % v.dim()
+    gshape = [v.shape[i] if i == d else 1 for i in range(v.dim())]
+    gg = torch.rand(gshape, generator=g).to(dtype) + 0.5
+    grad = torch.randn(6, 4, 5, generator=g).to(dtype)
+
+    def run(device):
+        vv = v.to(device).requires_grad_()
+        ga = gg.to(device).requires_grad_()
+        w, norms = torch._weight_norm_interface(vv, ga, d)
+        (w * grad.to(device)).sum().backward()
+        return [t.detach().cpu() for t in (w, norms, vv.grad, ga.grad)]
+
+    ops = ("aten::_weight_norm_interface", "aten::_weight_norm_interface_backward")
+    before = [torch.tpu.fallback_counts().get(op, 0) for op in ops]
+    got = run("tpu")
+    assert [torch.tpu.fallback_counts().get(op, 0) for op in ops] == before
+    for a, b in zip(got, run("cpu")):
+        assert a.dtype == b.dtype and a.shape == b.shape
+        torch.testing.assert_close(a, b, **tol)
