@@ -106,3 +106,22 @@ def test_weight_norm_interface_forward_and_backward(dim, dtype):
     for a, b in zip(got, run("cpu")):
         assert a.dtype == b.dtype and a.shape == b.shape
         torch.testing.assert_close(a, b, **tol)
+
+
+def test_masked_fill_with_a_cpu_scalar_tensor_value():
+    # DeBERTa-style attention (SEW-D) fills with torch.tensor(finfo.min), a CPU
+    # 0-dim tensor beside tpu tensors, which PyTorch allows for accelerators.
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(3, 4, generator=g)
+    m = torch.rand(3, 4, generator=g) > 0.5
+    for value in (torch.tensor(-5.0), torch.tensor(torch.finfo(torch.float32).min),
+                  torch.tensor(2, dtype=torch.int64)):
+        got = x.to("tpu").masked_fill(m.to("tpu"), value)
+        assert got.device.type == "tpu"
+        assert torch.equal(got.cpu(), x.masked_fill(m, value))
+    # type promotion with CPU scalars is unchanged (0-dim tensors and Python numbers)
+    i = torch.arange(3, dtype=torch.int32)
+    for other in (2.5, torch.tensor(2.5, dtype=torch.float64)):
+        assert (i.to("tpu") * other).dtype == (i * other).dtype
+    h = torch.ones(3, dtype=torch.float16)
+    assert (h.to("tpu") + torch.tensor(3.0)).dtype == (h + torch.tensor(3.0)).dtype
