@@ -11,6 +11,8 @@ import time
 import torch
 from torch import nn
 
+import torch_tpu
+
 sys.path.insert(0, os.path.dirname(__file__))
 from common import median_time  # noqa: E402
 
@@ -43,12 +45,14 @@ def main():
     ap.add_argument("--opt", default="adamw", choices=["adamw", "sgd"])
     args = ap.parse_args()
     results = {}
-    for dev in ("tpu", "cpu"):
+    for run in ("tpu", "fused", "cpu"):
+        dev = "cpu" if run == "cpu" else "tpu"
+        torch_tpu.set_execution_mode("fused" if run == "fused" else "strict")
         model, opt = build(dev, args.hidden, args.opt)
         x = torch.randn(args.batch, 128, device=dev)
         y = torch.randint(0, 10, (args.batch,), device=dev)
         step = step_fn(model, opt, x, y)
-        if dev == "tpu":
+        if run == "tpu":
             torch.tpu._reset_cache_stats()
             t0 = time.perf_counter()
             step().item()
@@ -61,10 +65,14 @@ def main():
             for _ in range(args.steps):
                 loss = step()
             loss.item()
-        results[dev] = args.steps / median_time(window, reps=args.reps, warmup=1)
+        results[run] = args.steps / median_time(window, reps=args.reps, warmup=1)
+    torch_tpu.set_execution_mode("strict")
     print(f"MLP 128-{args.hidden}-{args.hidden}-10, batch {args.batch}, {args.opt}: "
-          f"tpu {results['tpu']:.1f} steps/s, cpu {results['cpu']:.1f} steps/s, "
-          f"ratio tpu/cpu {results['tpu'] / results['cpu']:.2f}")
+          f"tpu strict {results['tpu']:.1f} steps/s, tpu fused {results['fused']:.1f} steps/s "
+          f"(one graph per {args.steps} steps), cpu {results['cpu']:.1f} steps/s; "
+          f"fused/strict {results['fused'] / results['tpu']:.2f}, "
+          f"strict/cpu {results['tpu'] / results['cpu']:.2f}, "
+          f"fused/cpu {results['fused'] / results['cpu']:.2f}")
 
 
 if __name__ == "__main__":

@@ -60,3 +60,16 @@ def gpt_batch(batch, seq, vocab, device, seed=0):
 def gpt_loss(model, x, y):
     logits = model(x)
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
+
+
+def gpt_train_step(model, opt):
+    """A training step function: zero_grad, loss, backward, optimizer step."""
+
+    def step(x, y):
+        opt.zero_grad(set_to_none=True)
+        loss = gpt_loss(model, x, y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    return step

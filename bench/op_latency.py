@@ -5,12 +5,16 @@ native CPU path, in the same run.
 
 'async' is the cost per op when ops are queued back to back (the device
 works while the host issues the next op), measured until a synchronize;
-'sync' waits for each op's result (a host read of a 1-element view)."""
+'sync' waits for each op's result (a host read of a 1-element view);
+'fused' records the ops in fused eager mode and runs the recorded graph at
+the synchronize (the executable is cached after the first repetition)."""
 import argparse
 import os
 import sys
 
 import torch
+
+import torch_tpu
 
 sys.path.insert(0, os.path.dirname(__file__))
 from common import fmt_us, median_time  # noqa: E402
@@ -54,12 +58,22 @@ def main():
     jax_ops = jax_reference(args)
     print(f"tensor size {args.size} float32; median of {args.reps} runs x {args.inner} ops")
     print(f"{'op':18s} {'cpu':>12s} {'tpu async':>12s} {'ratio':>7s} {'tpu sync':>12s} {'ratio':>7s}"
+          f" {'tpu fused':>12s} {'ratio':>7s}"
           + (f" {'jax jit':>12s}" if jax_ops else ""))
     for name, op in ops.items():
         res = {}
-        for dev in ("cpu", "tpu"):
+        for mode in ("cpu", "tpu", "fused"):
+            dev = "cpu" if mode == "cpu" else "tpu"
             a = torch.randn(args.size, device=dev)
             b = torch.randn(args.size, device=dev)
+            if mode == "fused":
+                with torch_tpu.execution_mode("fused"):
+                    def loop():
+                        for _ in range(args.inner):
+                            op(a, b)
+                        torch.tpu.synchronize()
+                    res["fused"] = median_time(loop, reps=args.reps) / args.inner
+                continue
 
             def loop():
                 for _ in range(args.inner):
@@ -73,7 +87,8 @@ def main():
                     a[0].item()
                 res["sync"] = median_time(one, reps=args.reps, inner=200)
         print(f"{name:18s} {fmt_us(res['cpu'])} {fmt_us(res['tpu'])} {res['tpu'] / res['cpu']:6.1f}x "
-              f"{fmt_us(res['sync'])} {res['sync'] / res['cpu']:6.1f}x"
+              f"{fmt_us(res['sync'])} {res['sync'] / res['cpu']:6.1f}x "
+              f"{fmt_us(res['fused'])} {res['fused'] / res['cpu']:6.1f}x"
               + (f" {fmt_us(jax_ops[name])}" if jax_ops and name in jax_ops else ""))
 
 

@@ -5,9 +5,14 @@
 #include <torch/extension.h>
 
 #include "aten/Dispatch.h"
+#include "compile/Program.h"
 #include "core/TpuContext.h"
 #include "core/TpuGenerator.h"
 #include "core/TpuStatus.h"
+
+extern "C" {
+#include "tpr/program.h"
+}
 
 namespace py = pybind11;
 using namespace torch_tpu;
@@ -69,6 +74,20 @@ py::dict runtime_stats() {
   d["cache_hits"] = e.cache_hits;
   d["cache_misses"] = e.cache_misses;
   d["cached_executables"] = e.cached_executables;
+  d["cache_evictions"] = e.cache_evictions;
+  d["fused_ops"] = e.fused_ops;
+  d["fused_graphs"] = e.fused_graphs;
+  d["pending_ops"] = e.pending_ops;
+  py::dict cuts;
+  for (int c = 0; c < TPR_CUT_COUNT_; c++)
+    cuts[tpr_cut_cause_name(static_cast<tpr_cut_cause_t>(c))] = e.cuts[c];
+  d["graph_cuts"] = cuts;
+  tpr_program_stats_t ps;
+  tpr_program_get_stats(&ps);
+  d["program_compiles"] = ps.programs_compiled;
+  d["program_cache_hits"] = ps.programs_cached;
+  d["program_runs"] = ps.runs;
+  d["donated_buffers"] = ps.donated_buffers;
   tpr_disk_cache_stats_t dc;
   tpr_disk_cache_get_stats(&dc);
   d["disk_cache_dir"] = tpr_disk_cache_dir();
@@ -121,14 +140,27 @@ PYBIND11_MODULE(_C, m) {
     tpr_runtime_reset_stats();
     tpr_eager_reset_stats();
     tpr_disk_cache_reset_stats();
+    tpr_program_reset_stats();
     reset_fallback_counts();
   });
   m.def("_set_launch_blocking", [](bool on) { tpr_eager_set_launch_blocking(on); });
   m.def("_launch_blocking", [] { return tpr_eager_launch_blocking(); });
+  m.def("_set_fused", [](bool on) {
+    py::gil_scoped_release nogil;
+    check(tpr_eager_set_fused(on));
+  });
+  m.def("_fused", [] { return tpr_eager_fused(); });
+  m.def("_set_fuse_max_ops", [](int64_t n) { tpr_eager_set_fuse_max_ops(n); });
+  m.def("_flush", [] {
+    if (!is_initialized()) return;
+    py::gil_scoped_release nogil;
+    check(tpr_eager_flush(TPR_CUT_EXPLICIT));
+  });
   m.def("_lowered_ops", &lowered_ops);
   m.def("_default_generator", [](int d) {
     return py::reinterpret_steal<py::object>(THPGenerator_initDefaultGenerator(
         default_generator(static_cast<c10::DeviceIndex>(d))));
   });
   m.def("_live_c_allocations", [] { return tpr_live_allocations(); });
+  init_program_bindings(m);
 }

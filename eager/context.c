@@ -40,8 +40,12 @@ tpr_status_t tpr_eager_init(const tpr_eager_options_t* options) {
     if (options->launch_blocking) atomic_store(&launch_blocking, true);
     init_error = do_init(options);
     initialized = true;
-    if (tpr_status_is_ok(init_error))
+    if (tpr_status_is_ok(init_error)) {
       tpr_disk_cache_configure(options->cache_dir, options->cache_max_bytes);
+      tpr_eager_set_fuse_max_ops(options->fuse_max_ops);
+      tpr_exec_cache_set_max_weight(options->memory_cache_max_nodes);
+      if (options->fused) tpr_status_free(tpr_eager_set_fused(true));
+    }
   }
   tpr_status_t s = status_copy(init_error);
   pthread_mutex_unlock(&init_lock);
@@ -75,7 +79,10 @@ static tpr_status_t await_oldest(int n, tpr_buffer_t** taken) {
 static tpr_status_t await_all(tpr_buffer_t** bufs, int n) {
   tpr_status_t first = tpr_ok_status();
   for (int i = 0; i < n; i++) {
-    first = tpr_status_join(first, tpr_buffer_await(bufs[i]));
+    // A donated buffer was consumed by a later execution, which waited for
+    // it; there is nothing left to wait for.
+    if (!tpr_buffer_is_donated(bufs[i]))
+      first = tpr_status_join(first, tpr_buffer_await(bufs[i]));
     tpr_buffer_release(bufs[i]);
   }
   return first;
@@ -107,5 +114,6 @@ tpr_status_t tpr_pending_drain(void) {
 
 tpr_status_t tpr_eager_synchronize(int ordinal) {
   (void)ordinal;
+  TPR_RETURN_IF_ERROR(tpr_eager_flush(TPR_CUT_SYNCHRONIZE));
   return tpr_pending_drain();
 }

@@ -8,20 +8,32 @@
 
 #include "eager/internal.h"
 
-// Per-storage state while one op's graph is built.
+// Per-storage state while the pending graph is built.
 typedef struct slot {
-  tpr_storage_t* storage;
-  tpr_value_t base;     // parameter holding the storage's buffer, or NONE
-  tpr_value_t current;  // value after this op's writes, or NONE
+  tpr_storage_t* storage;  // NULL once the storage died (its value is dropped)
+  tpr_value_t base;        // parameter holding the storage's buffer, or NONE
+  tpr_value_t current;     // value after the graph's writes, or NONE
 } slot_t;
 
-// Scratch reused across calls (all guarded by the executor lock).
+// A slot's state before the op being built changed it (for rollback).
+typedef struct undo {
+  int32_t slot;
+  tpr_value_t base, current;
+} undo_t;
+
+// The pending graph and its bookkeeping (all guarded by the executor lock).
+// Strict mode runs it after every op; fused mode at a cut.
 static tpr_graph_t* graph;
+static int graph_device;      // device of the pending ops
+static int graph_ops;         // ops appended since the last run
+static char graph_op_name[96];  // the last op appended (for logs)
 static slot_t* slots;
 static int num_slots, cap_slots;
-static tpr_buffer_t** params;
-static bool* param_owned;
+static tpr_buffer_t** params;  // one reference each
 static int num_params, cap_params;
+static undo_t* undo_log;
+static int num_undo, cap_undo;
+static int op_first_slot;  // slots below existed before the current op
 static tpr_arg_t* args;
 static int cap_args;
 static tpr_value_t* list_values;
@@ -32,7 +44,25 @@ static tpr_buffer_t** results;
 static int cap_result_buffers;
 
 static tpr_eager_stats_t stats;
-static int job_device;  // device of the op being built
+static atomic_bool fused_mode;
+static int64_t fuse_max_ops = 1024;
+static char lost_reason[256];  // why poisoned storages lost their value
+
+// Loop alignment. A loop with no sync point would otherwise be cut only by
+// the size bound, at a different place in each iteration, so every graph
+// would be new. The executor hashes a sliding window of the last LOOP_WINDOW
+// op signatures and remembers the windows where size-limit cuts happened
+// (anchors); later it cuts wherever an anchor recurs, once the graph is at
+// least half the bound. In a loop the cuts then settle on a fixed set of
+// places and every graph is found in the cache (also when one iteration is
+// longer than the bound: it is split the same way each time).
+#define LOOP_WINDOW 16
+#define MAX_ANCHORS 32
+static uint64_t op_window[LOOP_WINDOW];
+static unsigned op_window_pos;
+static uint64_t loop_anchors[MAX_ANCHORS];
+static int num_anchors, next_anchor;
+static int64_t size_cut_compiles;  // compiles of graphs cut by size
 
 #define GROW(ptr, cap, need)                                                \
   do {                                                                      \
@@ -46,52 +76,101 @@ static int job_device;  // device of the op being built
     }                                                                       \
   } while (0)
 
-static void release_params(void) {
-  for (int i = 0; i < num_params; i++)
-    if (param_owned[i]) tpr_buffer_release(params[i]);
-  num_params = 0;
+static bool fusing(void) {
+  return atomic_load(&fused_mode) && !tpr_eager_launch_blocking();
 }
 
-// Adds |buffer| as the next parameter; takes ownership when |owned|.
-static tpr_status_t add_param(tpr_buffer_t* buffer, bool owned,
-                              tpr_value_t* out) {
+static void release_params_from(int first) {
+  for (int i = first; i < num_params; i++) tpr_buffer_release(params[i]);
+  num_params = first;
+}
+
+// Forgets the pending graph (its parameters are released).
+static void reset_pending(void) {
+  release_params_from(0);
+  num_slots = 0;
+  graph_ops = 0;
+  if (graph) tpr_graph_reset(graph);
+}
+
+// Adds |buffer| as the next parameter, taking over the caller's reference.
+static tpr_status_t add_param(tpr_buffer_t* buffer, tpr_value_t* out) {
   if (num_params + 1 > cap_params) {
     int nc = cap_params ? cap_params * 2 : 16;
     tpr_buffer_t** p = tpr_realloc(params, (size_t)nc * sizeof *p);
-    if (!p) return TPR_ERR(RESOURCE_EXHAUSTED, "out of host memory");
+    if (!p) {
+      tpr_buffer_release(buffer);
+      return TPR_ERR(RESOURCE_EXHAUSTED, "out of host memory");
+    }
     params = p;
-    bool* o = tpr_realloc(param_owned, (size_t)nc * sizeof *o);
-    if (!o) return TPR_ERR(RESOURCE_EXHAUSTED, "out of host memory");
-    param_owned = o;
     cap_params = nc;
   }
-  params[num_params] = buffer;
-  param_owned[num_params] = owned;
-  num_params++;
+  params[num_params++] = buffer;
   *out = tpr_parameter(graph, tpr_type_make(tpr_buffer_dtype(buffer),
                                             tpr_buffer_rank(buffer),
                                             tpr_buffer_dims(buffer)));
   return tpr_ok_status();
 }
 
+// Uploaded Scalar arguments, reused by value: most ops pass the same few
+// scalars (alpha=1, eps, a learning rate), and a host-to-device transfer per
+// op would dominate small ops. Buffers are immutable, so sharing is safe.
+#define SCALAR_CACHE_SIZE 64
+static struct scalar_entry {
+  tpr_buffer_t* buffer;  // NULL = empty
+  int device;
+  tpr_dtype_t dtype;
+  uint64_t bits[2];
+} scalar_cache[SCALAR_CACHE_SIZE];
+
+static tpr_status_t scalar_param(tpr_dtype_t dtype, const void* value,
+                                 tpr_value_t* out) {
+  uint64_t bits[2] = {0, 0};
+  memcpy(bits, value, tpr_dtype_size(dtype) <= 16 ? tpr_dtype_size(dtype) : 16);
+  uint64_t h = (bits[0] * 0x9E3779B97F4A7C15ull) ^ bits[1] ^
+               ((uint64_t)dtype << 32) ^ (uint64_t)graph_device;
+  struct scalar_entry* e = &scalar_cache[(h >> 40) % SCALAR_CACHE_SIZE];
+  if (!e->buffer || e->device != graph_device || e->dtype != dtype ||
+      e->bits[0] != bits[0] || e->bits[1] != bits[1]) {
+    tpr_buffer_t* b = NULL;
+    TPR_RETURN_IF_ERROR(tpr_buffer_from_host(tpr_eager_client(), graph_device,
+                                             dtype, NULL, 0, value, &b));
+    tpr_buffer_release(e->buffer);
+    *e = (struct scalar_entry){b, graph_device, dtype, {bits[0], bits[1]}};
+  }
+  return add_param(tpr_buffer_retain(e->buffer), out);
+}
+
+static void clear_scalar_cache(void) {
+  for (int i = 0; i < SCALAR_CACHE_SIZE; i++) {
+    tpr_buffer_release(scalar_cache[i].buffer);
+    scalar_cache[i].buffer = NULL;
+  }
+}
+
 static tpr_status_t upload_param(tpr_dtype_t dtype, int rank,
                                  const int64_t* dims, const void* data,
                                  tpr_value_t* out) {
   tpr_buffer_t* b = NULL;
-  TPR_RETURN_IF_ERROR(tpr_buffer_from_host(tpr_eager_client(), job_device, dtype, dims,
-                                           rank, data, &b));
-  tpr_status_t s = add_param(b, true, out);
-  if (!tpr_status_is_ok(s)) tpr_buffer_release(b);
-  return s;
+  TPR_RETURN_IF_ERROR(tpr_buffer_from_host(tpr_eager_client(), graph_device,
+                                           dtype, dims, rank, data, &b));
+  return add_param(b, out);
+}
+
+static slot_t* find_slot(const tpr_storage_t* storage) {
+  int i = storage->slot;
+  return i >= 0 && i < num_slots && slots[i].storage == storage ? &slots[i]
+                                                                 : NULL;
 }
 
 static tpr_status_t get_slot(tpr_storage_t* storage, slot_t** out) {
-  for (int i = 0; i < num_slots; i++)
-    if (slots[i].storage == storage) {
-      *out = &slots[i];
-      return tpr_ok_status();
-    }
+  slot_t* found = find_slot(storage);
+  if (found) {
+    *out = found;
+    return tpr_ok_status();
+  }
   GROW(slots, cap_slots, num_slots + 1);
+  storage->slot = num_slots;
   slot_t* s = &slots[num_slots++];
   s->storage = storage;
   s->base = TPR_VALUE_NONE;
@@ -100,13 +179,30 @@ static tpr_status_t get_slot(tpr_storage_t* storage, slot_t** out) {
   return tpr_ok_status();
 }
 
+// Remembers a slot's state before the current op changes it.
+static tpr_status_t save_slot(const slot_t* slot) {
+  int32_t i = (int32_t)(slot - slots);
+  if (i >= op_first_slot) return tpr_ok_status();  // dropped on rollback
+  GROW(undo_log, cap_undo, num_undo + 1);
+  undo_log[num_undo++] = (undo_t){i, slot->base, slot->current};
+  return tpr_ok_status();
+}
+
+static tpr_status_t lost_error(void) {
+  return TPR_ERR(FAILED_PRECONDITION,
+                 "this tensor's value was lost because a fused graph that "
+                 "wrote it failed: %s", lost_reason);
+}
+
 // Makes the slot's storage contents a value of the graph: its buffer as a
 // parameter, or, for a never-written storage, zeros made in the graph (no
 // upload, and nothing at all when the op overwrites the whole storage).
 static tpr_status_t ensure_base(slot_t* slot, tpr_dtype_t dtype_if_new) {
   if (slot->base != TPR_VALUE_NONE) return tpr_ok_status();
+  if (slot->storage->lost) return lost_error();
+  TPR_RETURN_IF_ERROR(save_slot(slot));
   if (slot->storage->buffer)
-    return add_param(slot->storage->buffer, false, &slot->base);
+    return add_param(tpr_buffer_retain(slot->storage->buffer), &slot->base);
   size_t item = tpr_dtype_size(dtype_if_new);
   if (!item) return TPR_ERR(INVALID_ARGUMENT, "unsupported dtype %d", (int)dtype_if_new);
   int64_t numel = (int64_t)(slot->storage->nbytes / item);
@@ -149,11 +245,13 @@ static tpr_status_t write_ref(const tpr_tensor_ref_t* r, tpr_value_t v) {
   slot_t* slot;
   TPR_RETURN_IF_ERROR(get_slot(r->storage, &slot));
   if (covers_storage(r)) {
+    TPR_RETURN_IF_ERROR(save_slot(slot));
     int64_t n = tpr_tensor_ref_numel(r);
     slot->current = tpr_reshape(graph, v, 1, &n);
     return tpr_ok_status();
   }
   TPR_RETURN_IF_ERROR(ensure_base(slot, r->dtype));
+  TPR_RETURN_IF_ERROR(save_slot(slot));
   tpr_value_t dst = slot->current != TPR_VALUE_NONE ? slot->current : slot->base;
   slot->current = tpr_view_write(graph, dst, r->rank, r->sizes, r->strides,
                                  r->offset, v);
@@ -171,9 +269,9 @@ static tpr_status_t build_args(const tpr_eager_call_t* call) {
       case TPR_ARG_TENSOR:
         if (a->is_scalar) {
           TPR_RETURN_IF_ERROR(
-              upload_param(ea->scalar_dtype, 0, NULL, &ea->scalar, &a->value));
+              scalar_param(ea->scalar_dtype, &ea->scalar, &a->value));
         } else if (ea->buffer) {
-          TPR_RETURN_IF_ERROR(add_param(ea->buffer, false, &a->value));
+          TPR_RETURN_IF_ERROR(add_param(tpr_buffer_retain(ea->buffer), &a->value));
         } else {
           TPR_RETURN_IF_ERROR(read_ref(ea->tensor, &a->value));
         }
@@ -229,7 +327,9 @@ static double now_seconds(void) {
 
 // The executable for the graph: from memory, else from the disk cache, else
 // compiled (and written to both).
-static tpr_status_t get_executable(const char* op_name, tpr_executable_t** out) {
+tpr_status_t tpr_eager_get_executable_locked(tpr_graph_t* graph,
+                                             const char* what,
+                                             tpr_executable_t** out) {
   uint64_t key[2];
   tpr_graph_hash(graph, key);
   tpr_executable_t* exe = tpr_exec_cache_find(key);
@@ -253,25 +353,86 @@ static tpr_status_t get_executable(const char* op_name, tpr_executable_t** out) 
     TPR_RETURN_IF_ERROR(s);
     if (getenv("TORCH_TPU_LOG_COMPILES"))
       fprintf(stderr, "torch_tpu: compiled %s (%zu bytes of StableHLO) in %.1f ms\n",
-              op_name, len, 1e3 * (now_seconds() - t0));
+              what, len, 1e3 * (now_seconds() - t0));
     tpr_disk_cache_store(key, exe);
   }
-  s = tpr_exec_cache_insert(key, exe);
+  s = tpr_exec_cache_insert(key, exe, 16 + tpr_graph_num_nodes(graph));
   tpr_executable_release(exe);  // the cache keeps its own reference
   TPR_RETURN_IF_ERROR(s);
   *out = exe;
   return tpr_ok_status();
 }
 
-static tpr_status_t run_locked(const tpr_eager_call_t* call) {
-  if (!tpr_eager_client())
-    return TPR_ERR(FAILED_PRECONDITION, "the tpu runtime is not initialized");
-  if (!graph) TPR_RETURN_IF_ERROR(tpr_graph_create(&graph));
-  tpr_graph_reset(graph);
-  num_slots = 0;
-  job_device = call->device;
-  TPR_RETURN_IF_ERROR(build_args(call));
+// Compiles (or finds) and runs the pending graph, then swaps its results
+// into the storages it wrote. Storages that died meanwhile are not results.
+static tpr_status_t execute_pending(void) {
+  int num_results = 0;
+  for (int i = 0; i < num_slots; i++) {
+    const slot_t* sl = &slots[i];
+    if (!sl->storage || sl->current == TPR_VALUE_NONE || sl->current == sl->base)
+      continue;
+    GROW(result_slots, cap_results, num_results + 1);
+    result_slots[num_results++] = i;
+    tpr_graph_add_result(graph, sl->current);
+  }
+  TPR_RETURN_IF_ERROR(tpr_graph_status(graph));
+  if (num_results == 0) return tpr_ok_status();
+  char what[128];
+  if (graph_ops == 1)
+    snprintf(what, sizeof what, "%s", graph_op_name);
+  else
+    snprintf(what, sizeof what, "a fused graph of %d ops (last %s)", graph_ops,
+             graph_op_name);
+  tpr_executable_t* exe;
+  TPR_RETURN_IF_ERROR(tpr_eager_get_executable_locked(graph, what, &exe));
+  GROW(results, cap_result_buffers, num_results);
+  TPR_RETURN_IF_ERROR(tpr_executable_execute(exe, graph_device, params,
+                                             (size_t)num_params, NULL, results,
+                                             tpr_eager_launch_blocking()));
+  tpr_pending_push(results[0]);
+  for (int i = 0; i < num_results; i++)
+    tpr_storage_swap_buffer(slots[result_slots[i]].storage, results[i]);
+  return tpr_ok_status();
+}
 
+// Runs the pending graph. A failure in fused mode happens after the ops
+// returned, so the storages they wrote are marked lost rather than left
+// holding stale values.
+static tpr_status_t run_pending(bool poison_on_error) {
+  if (graph_ops == 0) return tpr_ok_status();
+  tpr_status_t s = execute_pending();
+  if (!tpr_status_is_ok(s) && poison_on_error) {
+    snprintf(lost_reason, sizeof lost_reason, "%s", tpr_status_message(s));
+    for (int i = 0; i < num_slots; i++)
+      if (slots[i].storage && slots[i].current != TPR_VALUE_NONE &&
+          slots[i].current != slots[i].base)
+        slots[i].storage->lost = true;
+  }
+  reset_pending();
+  return s;
+}
+
+tpr_status_t tpr_fused_flush_locked(tpr_cut_cause_t cause) {
+  if (graph_ops == 0) return tpr_ok_status();
+  if ((unsigned)cause < TPR_CUT_COUNT_) stats.cuts[cause]++;
+  stats.fused_graphs++;
+  return run_pending(true);
+}
+
+static void rollback_op(const tpr_graph_mark_t* mark, int first_param) {
+  tpr_graph_rollback(graph, mark);
+  release_params_from(first_param);
+  for (int i = num_undo - 1; i >= 0; i--) {
+    slots[undo_log[i].slot].base = undo_log[i].base;
+    slots[undo_log[i].slot].current = undo_log[i].current;
+  }
+  num_slots = op_first_slot;
+}
+
+// Appends the op to the pending graph: reads of its inputs, the rule,
+// writes of its results.
+static tpr_status_t append_op(const tpr_eager_call_t* call) {
+  TPR_RETURN_IF_ERROR(build_args(call));
   tpr_value_t outs_local[16];
   tpr_value_t* outs = outs_local;
   if (call->num_outs > 16) {
@@ -294,47 +455,130 @@ static tpr_status_t run_locked(const tpr_eager_call_t* call) {
     if (t && tpr_tensor_ref_numel(t) > 0) s = write_ref(t, outs[i]);
   }
   if (outs != outs_local) tpr_free(outs);
-  TPR_RETURN_IF_ERROR(s);
+  if (tpr_status_is_ok(s)) s = tpr_graph_status(graph);
+  return s;
+}
 
-  // One result per written storage.
-  int num_results = 0;
-  for (int i = 0; i < num_slots; i++) {
-    if (slots[i].current == TPR_VALUE_NONE || slots[i].current == slots[i].base)
-      continue;
-    GROW(result_slots, cap_results, num_results + 1);
-    result_slots[num_results++] = i;
-    tpr_graph_add_result(graph, slots[i].current);
+static uint64_t op_signature(const tpr_eager_call_t* call) {
+  uint64_t h = 1469598103934665603ull;
+#define MIX(x) (h = (h ^ (uint64_t)(x)) * 1099511628211ull)
+  for (const char* p = call->op_name; *p; p++) MIX((unsigned char)*p);
+  MIX(call->num_args);
+  for (int i = 0; i < call->num_outs; i++) {
+    const tpr_type_t* t = &call->out_types[i];
+    MIX(t->dtype);
+    for (int d = 0; d < t->rank; d++) MIX(t->dims[d]);
   }
-  TPR_RETURN_IF_ERROR(tpr_graph_status(graph));
-  if (num_results == 0) return tpr_ok_status();
+#undef MIX
+  return h;
+}
 
-  tpr_executable_t* exe;
-  TPR_RETURN_IF_ERROR(get_executable(call->op_name, &exe));
-  GROW(results, cap_result_buffers, num_results);
-  TPR_RETURN_IF_ERROR(tpr_executable_execute(exe, call->device, params,
-                                             (size_t)num_params, NULL, results,
-                                             tpr_eager_launch_blocking()));
-  stats.ops++;
-  tpr_pending_push(results[0]);
-  for (int i = 0; i < num_results; i++)
-    tpr_storage_swap_buffer(slots[result_slots[i]].storage, results[i]);
+// Hash of the last LOOP_WINDOW signatures after appending |sig|.
+static uint64_t push_op_window(uint64_t sig) {
+  op_window[op_window_pos++ % LOOP_WINDOW] = sig;
+  uint64_t h = 0;
+  for (unsigned i = 0; i < LOOP_WINDOW; i++)
+    h = (h ^ op_window[(op_window_pos + i) % LOOP_WINDOW]) * 0x100000001B3ull + i;
+  return h;
+}
+
+// Cuts a fused graph at the size bound, or where a loop repeats.
+static tpr_status_t maybe_cut(uint64_t window) {
+  if (graph_ops >= fuse_max_ops) {
+    bool known = false;
+    for (int i = 0; i < num_anchors && !known; i++) known = loop_anchors[i] == window;
+    if (!known) {
+      loop_anchors[next_anchor] = window;
+      next_anchor = (next_anchor + 1) % MAX_ANCHORS;
+      if (num_anchors < MAX_ANCHORS) num_anchors++;
+    }
+    int64_t compiles_before = stats.cache_misses;
+    tpr_status_t s = tpr_fused_flush_locked(TPR_CUT_SIZE_LIMIT);
+    if (stats.cache_misses > compiles_before && ++size_cut_compiles == 8)
+      fprintf(stderr,
+              "torch_tpu: fused graphs keep reaching the size bound (%lld ops) "
+              "and compiling; call torch_tpu.mark_step() once per training "
+              "step, or raise TORCH_TPU_FUSE_MAX_OPS\n",
+              (long long)fuse_max_ops);
+    return s;
+  }
+  if (graph_ops < fuse_max_ops / 2) return tpr_ok_status();
+  for (int i = 0; i < num_anchors; i++)
+    if (loop_anchors[i] == window) return tpr_fused_flush_locked(TPR_CUT_LOOP);
   return tpr_ok_status();
+}
+
+static tpr_status_t run_locked(const tpr_eager_call_t* call) {
+  if (!tpr_eager_client())
+    return TPR_ERR(FAILED_PRECONDITION, "the tpu runtime is not initialized");
+  if (!graph) TPR_RETURN_IF_ERROR(tpr_graph_create(&graph));
+  bool fused = fusing();
+  if (graph_ops > 0 && call->device != graph_device)
+    TPR_RETURN_IF_ERROR(tpr_fused_flush_locked(TPR_CUT_DEVICE_CHANGE));
+  graph_device = call->device;
+
+  tpr_graph_mark_t mark = tpr_graph_get_mark(graph);
+  int first_param = num_params;
+  op_first_slot = num_slots;
+  num_undo = 0;
+  tpr_status_t s = append_op(call);
+  if (!tpr_status_is_ok(s)) {
+    rollback_op(&mark, first_param);
+    return s;
+  }
+  graph_ops++;
+  snprintf(graph_op_name, sizeof graph_op_name, "%s", call->op_name);
+  if (!fused) {
+    s = run_pending(false);
+    if (tpr_status_is_ok(s)) stats.ops++;
+    return s;
+  }
+  stats.ops++;
+  stats.fused_ops++;
+  return maybe_cut(push_op_window(op_signature(call)));
 }
 
 tpr_status_t tpr_eager_run(const tpr_eager_call_t* call) {
   tpr_eager_lock();
   tpr_status_t s = run_locked(call);
-  release_params();
   tpr_eager_unlock();
   if (!tpr_status_is_ok(s) && !strstr(tpr_status_message(s), call->op_name))
     s = tpr_status_annotate(s, "%s", call->op_name);
   return s;
 }
 
+void tpr_fused_forget_storage(tpr_storage_t* storage) {
+  slot_t* slot = find_slot(storage);
+  if (slot) slot->storage = NULL;
+}
+
+tpr_status_t tpr_eager_trim(void) {
+  TPR_RETURN_IF_ERROR(tpr_eager_flush(TPR_CUT_OTHER));
+  TPR_RETURN_IF_ERROR(tpr_pending_drain());
+  tpr_eager_lock();
+  tpr_exec_cache_clear();
+  clear_scalar_cache();
+  tpr_graph_free(graph);
+  graph = NULL;
+#define FREE_ARRAY(p, cap) (tpr_free(p), (p) = NULL, (cap) = 0)
+  FREE_ARRAY(slots, cap_slots);
+  FREE_ARRAY(params, cap_params);
+  FREE_ARRAY(undo_log, cap_undo);
+  FREE_ARRAY(args, cap_args);
+  FREE_ARRAY(list_values, cap_list_values);
+  FREE_ARRAY(result_slots, cap_results);
+  FREE_ARRAY(results, cap_result_buffers);
+#undef FREE_ARRAY
+  tpr_eager_unlock();
+  return tpr_ok_status();
+}
+
 void tpr_eager_get_stats(tpr_eager_stats_t* out) {
   tpr_eager_lock();
   *out = stats;
   out->cached_executables = (int64_t)tpr_exec_cache_size();
+  out->cache_evictions = tpr_exec_cache_evictions();
+  out->pending_ops = graph_ops;
   tpr_eager_unlock();
 }
 
@@ -382,9 +626,13 @@ tpr_status_t tpr_tensor_write_host(const tpr_tensor_ref_t* ref,
     TPR_RETURN_IF_ERROR(tpr_buffer_from_host(tpr_eager_client(), ref->storage->device,
                                              ref->dtype, &numel, 1, data, &b));
     tpr_eager_lock();
+    // The pending graph may read the old contents: run it first.
+    tpr_status_t s = find_slot(ref->storage)
+                         ? tpr_fused_flush_locked(TPR_CUT_HOST_WRITE)
+                         : tpr_ok_status();
     tpr_storage_swap_buffer(ref->storage, b);
     tpr_eager_unlock();
-    return tpr_ok_status();
+    return s;
   }
   TPR_RETURN_IF_ERROR(tpr_buffer_from_host(tpr_eager_client(), ref->storage->device,
                                            ref->dtype, ref->sizes, ref->rank, data, &b));
@@ -400,6 +648,19 @@ tpr_status_t tpr_tensor_write_host(const tpr_tensor_ref_t* ref,
   return s;
 }
 
+// The storage's buffer once pending work that writes it has run (a new
+// reference, or NULL if never written).
+static tpr_status_t settled_buffer(tpr_storage_t* storage, tpr_buffer_t** out) {
+  *out = NULL;
+  tpr_eager_lock();
+  tpr_status_t s = find_slot(storage) ? tpr_fused_flush_locked(TPR_CUT_HOST_READ)
+                                      : tpr_ok_status();
+  if (tpr_status_is_ok(s) && storage->lost) s = lost_error();
+  if (tpr_status_is_ok(s)) *out = tpr_buffer_retain(storage->buffer);
+  tpr_eager_unlock();
+  return s;
+}
+
 tpr_status_t tpr_tensor_read_host(const tpr_tensor_ref_t* ref, void* data,
                                   size_t size) {
   int64_t numel = tpr_tensor_ref_numel(ref);
@@ -407,9 +668,8 @@ tpr_status_t tpr_tensor_read_host(const tpr_tensor_ref_t* ref, void* data,
     return TPR_ERR(INVALID_ARGUMENT, "host copy of a tensor of %lld %s elements into %zu bytes",
                    (long long)numel, tpr_dtype_name(ref->dtype), size);
   if (numel == 0) return tpr_ok_status();
-  tpr_eager_lock();
-  tpr_buffer_t* b = tpr_buffer_retain(ref->storage->buffer);
-  tpr_eager_unlock();
+  tpr_buffer_t* b;
+  TPR_RETURN_IF_ERROR(settled_buffer(ref->storage, &b));
   if (!b) {  // never written: PyTorch's empty() may hold anything; zeros
     memset(data, 0, size);
     return tpr_ok_status();
@@ -435,12 +695,9 @@ tpr_status_t tpr_tensor_read_host(const tpr_tensor_ref_t* ref, void* data,
     tpr_eager_call_t call = {"tpu::copy_to_host", ref->storage->device, &a, 1,
                              &t, 1, targets, lower_identity};
     tpr_status_t s = tpr_eager_run(&call);
-    if (!tpr_status_is_ok(s)) {
-      tpr_storage_release(tmp);
-      return s;
-    }
-    b = tpr_buffer_retain(tmp->buffer);
+    if (tpr_status_is_ok(s)) s = settled_buffer(tmp, &b);
     tpr_storage_release(tmp);
+    TPR_RETURN_IF_ERROR(s);
   }
   tpr_status_t s = tpr_buffer_to_host(b, data, size);
   tpr_buffer_release(b);
@@ -465,6 +722,13 @@ static tpr_status_t lower_resize(tpr_lower_ctx_t* ctx) {
 
 tpr_status_t tpr_storage_resize(tpr_storage_t* storage, size_t nbytes) {
   tpr_eager_lock();
+  if (find_slot(storage)) {
+    tpr_status_t s = tpr_fused_flush_locked(TPR_CUT_RESIZE);
+    if (!tpr_status_is_ok(s)) {
+      tpr_eager_unlock();
+      return s;
+    }
+  }
   tpr_buffer_t* b = storage->buffer;
   size_t old = storage->nbytes;
   tpr_dtype_t dt = b ? tpr_buffer_dtype(b) : TPR_DTYPE_INVALID;
@@ -500,18 +764,11 @@ tpr_status_t tpr_storage_resize(tpr_storage_t* storage, size_t nbytes) {
 
 //===--- fused eager -------------------------------------------------------===//
 
-static atomic_bool fused_mode;
-
 const char* tpr_cut_cause_name(tpr_cut_cause_t cause) {
   static const char* names[TPR_CUT_COUNT_] = {
       "host_read", "host_write", "synchronize", "size_limit", "device_change",
-      "mode_change", "resize", "explicit", "other"};
+      "mode_change", "resize", "explicit", "other", "loop"};
   return (unsigned)cause < TPR_CUT_COUNT_ ? names[cause] : "unknown";
-}
-
-tpr_status_t tpr_fused_flush_locked(tpr_cut_cause_t cause) {
-  (void)cause;
-  return tpr_ok_status();
 }
 
 tpr_status_t tpr_eager_flush(tpr_cut_cause_t cause) {
@@ -521,9 +778,20 @@ tpr_status_t tpr_eager_flush(tpr_cut_cause_t cause) {
   return s;
 }
 
-void tpr_eager_set_fused(bool on) {
-  if (!on && atomic_load(&fused_mode)) tpr_status_free(tpr_eager_flush(TPR_CUT_MODE_CHANGE));
+tpr_status_t tpr_eager_set_fused(bool on) {
+  tpr_status_t s = tpr_ok_status();
+  if (!on) s = tpr_eager_flush(TPR_CUT_MODE_CHANGE);
+  tpr_eager_lock();
+  num_anchors = next_anchor = 0;
+  tpr_eager_unlock();
   atomic_store(&fused_mode, on);
+  return s;
 }
 
 bool tpr_eager_fused(void) { return atomic_load(&fused_mode); }
+
+void tpr_eager_set_fuse_max_ops(int64_t n) {
+  tpr_eager_lock();
+  fuse_max_ops = n > 0 ? n : 1024;
+  tpr_eager_unlock();
+}

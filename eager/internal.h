@@ -13,6 +13,8 @@ struct tpr_storage {
   size_t nbytes;
   // Guarded by the executor lock: swapped by writes, read by every op.
   tpr_buffer_t* buffer;
+  int32_t slot;  // index in the pending graph's slots (validated there)
+  bool lost;     // a fused graph that wrote it failed
 };
 
 // The executor lock: guards storage buffers, the graph, the cache, stats.
@@ -24,10 +26,21 @@ void tpr_storage_swap_buffer(tpr_storage_t* storage, tpr_buffer_t* buffer);
 
 // In-memory executable cache keyed by a 128-bit graph hash; lock held.
 tpr_executable_t* tpr_exec_cache_find(const uint64_t key[2]);
-// Takes a reference to |exe|.
+// Takes a reference to |exe|. |weight| (the graph's node count) counts
+// against the cache's bound; least recently used entries are evicted.
 tpr_status_t tpr_exec_cache_insert(const uint64_t key[2],
-                                   tpr_executable_t* exe);
+                                   tpr_executable_t* exe, int64_t weight);
+int64_t tpr_exec_cache_evictions(void);
+void tpr_exec_cache_set_max_weight(int64_t weight);  // <= 0: default
 size_t tpr_exec_cache_size(void);
+void tpr_exec_cache_clear(void);
+
+// The executable for |graph| (hashed): from the in-memory cache, else the
+// disk cache, else compiled and stored in both. |what| names it in compile
+// logs. The returned executable is borrowed from the cache; lock held.
+tpr_status_t tpr_eager_get_executable_locked(tpr_graph_t* graph,
+                                             const char* what,
+                                             tpr_executable_t** out);
 
 // Persistent cache entries (disk_cache.c); lock held.
 tpr_status_t tpr_disk_cache_load(const uint64_t key[2], tpr_executable_t** out);
@@ -36,6 +49,9 @@ void tpr_disk_cache_store(const uint64_t key[2], tpr_executable_t* exe);
 // tpr_eager_flush with the executor lock held. Anything that reads or
 // replaces storage->buffer outside tpr_eager_run must call it first.
 tpr_status_t tpr_fused_flush_locked(tpr_cut_cause_t cause);
+
+// Drops a dying storage from the pending graph; lock held.
+void tpr_fused_forget_storage(tpr_storage_t* storage);
 
 // Bounded queue of in-flight results; synchronize drains it.
 void tpr_pending_push(tpr_buffer_t* buffer);  // retains

@@ -33,6 +33,9 @@ tpr_storage_t* tpr_storage_retain(tpr_storage_t* s) {
 
 void tpr_storage_release(tpr_storage_t* s) {
   if (!s || atomic_fetch_sub(&s->ref, 1) != 1) return;
+  tpr_eager_lock();
+  tpr_fused_forget_storage(s);
+  tpr_eager_unlock();
   account(s->buffer, -1);
   tpr_buffer_release(s->buffer);
   tpr_free(s);
@@ -52,6 +55,7 @@ void tpr_storage_swap_buffer(tpr_storage_t* s, tpr_buffer_t* buffer) {
   account(s->buffer, -1);
   tpr_buffer_release(s->buffer);
   s->buffer = buffer;
+  s->lost = false;
 }
 
 int64_t tpr_tensor_ref_numel(const tpr_tensor_ref_t* ref) {

@@ -22,6 +22,7 @@ from ._registration import register as _register  # noqa: E402
 _register()
 
 from .api import tpu_device  # noqa: E402
-from .mode import set_execution_mode  # noqa: E402
+from .metrics import metrics_report  # noqa: E402
+from .mode import execution_mode, get_execution_mode, mark_step, set_execution_mode  # noqa: E402
 
-__all__ = ["tpu_device", "set_execution_mode"]
+__all__ = ["tpu_device", "set_execution_mode", "get_execution_mode", "execution_mode", "mark_step", "metrics_report"]

@@ -43,6 +43,40 @@ def _let_autograd_threads_settle():
         time.sleep(0.02)  # releases the GIL; the threads need microseconds
 
 
+class _AfterDynamoImport:
+    """Meta-path hook: runs the compile backend's install() once torch._dynamo
+    has been imported (importing it here would add a second to import torch)."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "torch._dynamo":
+            return None
+        sys.meta_path.remove(self)
+        import importlib.util
+
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.loader is None:
+            return spec
+        exec_module = spec.loader.exec_module
+
+        def exec_then_install(module):
+            exec_module(module)
+            from . import _compile
+
+            _compile.install()
+
+        spec.loader.exec_module = exec_then_install
+        return spec
+
+
+def _install_compile_backend():
+    if "torch._dynamo" in sys.modules:
+        from . import _compile
+
+        _compile.install()
+    else:
+        sys.meta_path.insert(0, _AfterDynamoImport())
+
+
 def register():
     global _done
     if _done:
@@ -64,6 +98,7 @@ def register():
 
     _tied_params.install()
     _printing.install()
+    _install_compile_backend()
     _hf.install()
     import atexit
 

@@ -361,15 +361,21 @@ def _worker(args):
             out.flush()
 
 
+# OpInfo entries per worker process: one process that compiles every op for
+# six dtypes holds so many executables that their memory mappings reach the
+# kernel's limit (vm.max_map_count) and LLVM fails.
+_CHUNK = 150
+
+
 def _drive(args):
     from torch.testing._internal.common_methods_invocations import op_db
 
     from . import _isolate
     result_path = args.json + ".partial"
 
-    def command(start):
+    def command(start, end):
         cmd = [sys.executable, "-m", "torch_tpu.coverage", "--worker", "--start", str(start),
-               "--end", str(len(op_db)), "--result", result_path, "--dtypes", ",".join(args.dtypes),
+               "--end", str(end), "--result", result_path, "--dtypes", ",".join(args.dtypes),
                "--samples", str(args.samples)]
         if not args.backward:
             cmd.append("--no-backward")
@@ -383,7 +389,7 @@ def _drive(args):
         return {"op": _key(op_db[i]), "result": {d: {"status": "error", "reason": why}
                                                  for d in args.dtypes}}
 
-    done = _isolate.run(command, len(op_db), result_path, args.timeout, lost)
+    done = _isolate.run(command, len(op_db), result_path, args.timeout, lost, chunk=_CHUNK)
     os.replace(result_path, args.json)
     return {rec["op"]: rec["result"] for rec in done}
 

@@ -235,9 +235,18 @@ def fallback_counts():
 
 
 def _get_cache_stats():
-    """Executable cache and runtime counters (not a stable API)."""
-    return _C._runtime_stats()
+    """Executable cache and runtime counters, and the torch.compile backend's
+    (compiled_graphs, compiled_recompiles, compiled_seconds, ...; not a stable
+    API)."""
+    from . import _compile
+
+    d = _C._runtime_stats()
+    d.update(_compile.stats())
+    return d
 
 
 def _reset_cache_stats():
+    from . import _compile
+
     _C._reset_runtime_stats()
+    _compile.reset_stats()

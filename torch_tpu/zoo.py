@@ -62,6 +62,9 @@ TASKS = [
     ("image-text-to-text", "MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES"),
 ]
 LM_TASKS = {"causal-lm", "masked-lm", "seq2seq-lm"}
+# Architectures per worker process (each compiles its own executables; a fresh
+# process per chunk keeps memory and mappings bounded).
+_CHUNK = 200
 
 # The CI slice: the common decoder, encoder, seq2seq and vision families.
 FAST_ARCHS = [
@@ -437,7 +440,7 @@ def _worker(args):
     import torch_tpu  # noqa: F401
     rows = json.loads(args.rows)
     with open(args.result, "a") as out:
-        for i in range(args.start, len(rows)):
+        for i in range(args.start, min(args.end, len(rows))):
             name, task, model_type = rows[i]
             out.write(json.dumps({"begin": i}) + "\n")
             out.flush()
@@ -454,9 +457,9 @@ def _drive(args, rows):
     with open(rows_path, "w") as f:
         json.dump(rows, f)
 
-    def command(start):
+    def command(start, end):
         return [sys.executable, "-m", "torch_tpu.zoo", "--worker", "--start", str(start),
-                "--rows", rows_path, "--result", args.json + ".partial"] + \
+                "--end", str(end), "--rows", rows_path, "--result", args.json + ".partial"] + \
             (["-v"] if args.verbose else [])
 
     def lost(i, why):
@@ -466,7 +469,8 @@ def _drive(args, rows):
         return {"arch": name, "result": {"task": task, "model_type": model_type,
                                          "status": "crash", "reason": why, "fallbacks": {}}}
 
-    done = _isolate.run(command, len(rows), args.json + ".partial", args.timeout, lost)
+    done = _isolate.run(command, len(rows), args.json + ".partial", args.timeout, lost,
+                        chunk=_CHUNK)
     os.replace(args.json + ".partial", args.json)
     os.remove(rows_path)
     return {rec["arch"]: rec["result"] for rec in done}
@@ -553,6 +557,7 @@ def main(argv=None):
     ap.add_argument("-v", "--verbose", action="store_true")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--start", type=int, default=0, help=argparse.SUPPRESS)
+    ap.add_argument("--end", type=int, default=1 << 30, help=argparse.SUPPRESS)
     ap.add_argument("--rows", default="", help=argparse.SUPPRESS)
     ap.add_argument("--result", default="", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)

@@ -73,10 +73,30 @@ void tpr_graph_free(tpr_graph_t* g) {
 void tpr_graph_reset(tpr_graph_t* g) {
   g->num_nodes = g->num_values = g->num_operands = g->num_ints = 0;
   g->num_results = g->num_params = 0;
+  g->scope = 0;
   g->data_size = 0;
   tpr_status_free(g->status);
   g->status = tpr_ok_status();
 }
+
+tpr_graph_mark_t tpr_graph_get_mark(const tpr_graph_t* g) {
+  tpr_graph_mark_t m = {g->num_nodes, g->num_values, g->num_operands,
+                        g->num_ints,  g->num_params, g->data_size};
+  return m;
+}
+
+void tpr_graph_rollback(tpr_graph_t* g, const tpr_graph_mark_t* m) {
+  g->num_nodes = m->nodes;
+  g->num_values = m->values;
+  g->num_operands = m->operands;
+  g->num_ints = m->ints;
+  g->num_params = m->params;
+  g->data_size = m->data;
+  tpr_status_free(g->status);
+  g->status = tpr_ok_status();
+}
+
+int32_t tpr_graph_num_nodes(const tpr_graph_t* g) { return g->num_nodes; }
 
 //===--- errors ------------------------------------------------------------===//
 
@@ -108,7 +128,15 @@ const tpr_type_t* tpr_value_type(const tpr_graph_t* g, tpr_value_t v) {
 
 const tpr_type_t* tpr_graph_operand(tpr_graph_t* g, tpr_value_t v,
                                     const char* who, int index) {
-  if (v >= 0 && v < g->num_values) return &tpr_graph_value(g, v)->type;
+  if (v >= 0 && v < g->num_values) {
+    // Regions capture nothing: a value is used only in its own scope.
+    if (tpr_graph_node_of(g, v)->scope == g->scope)
+      return &tpr_graph_value(g, v)->type;
+    tpr_graph_fail(g, TPR_INVALID_ARGUMENT,
+                   "%s: operand #%d (%d) belongs to another region", who,
+                   index, (int)v);
+    return NULL;
+  }
   if (v == TPR_VALUE_NONE)
     tpr_graph_fail(g, TPR_INVALID_ARGUMENT, "%s: operand #%d is TPR_VALUE_NONE",
                    who, index);
@@ -186,6 +214,7 @@ tpr_value_t tpr_graph_add_node(tpr_graph_t* g, tpr_op_t op, int32_t sub,
   n->num_ints = num_ints;
   n->num_results = num_results;
   n->first_value = g->num_values;
+  n->scope = g->scope;
   n->operands = (uint32_t)g->num_operands;
   n->ints = (uint32_t)g->num_ints;
   n->data = g->data_size;
@@ -230,6 +259,9 @@ void tpr_dimnums_decode(const int64_t* ints, tpr_dimnums_t* out) {
 tpr_value_t tpr_parameter(tpr_graph_t* g, tpr_type_t type) {
   if (!tpr_graph_ok(g)) return TPR_VALUE_NONE;
   char buf[128];
+  if (g->scope)
+    return tpr_graph_fail(g, TPR_INVALID_ARGUMENT,
+                          "tpr_parameter: not allowed inside a region");
   if (!tpr_dtype_is_valid(type.dtype) || type.rank < 0 ||
       type.rank > TPR_MAX_RANK)
     return tpr_graph_fail(g, TPR_INVALID_ARGUMENT,

@@ -64,6 +64,13 @@ typedef enum tpr_op_e {
   TPR_OP_CHOLESKY,         // ints = {lower}
   TPR_OP_TRIANGULAR_SOLVE, // operands = a, b; ints = {left_side, lower,
                            // unit_diagonal, transpose_a}
+  // control flow (builders_while.c)
+  TPR_OP_REGION_ARGS,      // the block arguments of a region (one result
+                           // each); ints = {index of the first node after
+                           // the region}
+  TPR_OP_WHILE,            // operands = init[k], cond predicate, body
+                           // results[k]; sub = k; ints = {cond args node,
+                           // body args node}; results: the final values
   TPR_OP_COUNT_
 } tpr_op_t;
 
@@ -74,6 +81,8 @@ typedef struct tpr_node {
   int32_t num_ints;
   int32_t num_results;
   int32_t first_value;   // value id of result 0
+  int32_t scope;         // 0 at top level, else 1 + the index of the
+                         // REGION_ARGS node of the enclosing region
   uint32_t operands;     // offset into graph->operands
   uint32_t ints;         // offset into graph->ints
   uint64_t data;         // offset into graph->data
@@ -104,6 +113,7 @@ struct tpr_graph {
   int32_t* aliases;  // per result: aliased parameter or -1
   int32_t num_results, cap_results;
   int32_t num_params;
+  int32_t scope;        // scope of the nodes being added (see tpr_node_t)
   tpr_status_t status;  // first error, or OK
 };
 

@@ -67,6 +67,9 @@ LW_DECLARE_TABLE(misc);
 LW_DECLARE_TABLE(factor);
 LW_DECLARE_TABLE(embedding_bag);  // rules_embedding_bag.c
 LW_DECLARE_TABLE(grid);  // grid sampling (rules_grid.c)
+LW_DECLARE_TABLE(view);  // view ops as values, for compiled graphs (rules_view.c)
+// margin losses and other late additions (rules_more.c)
+LW_DECLARE_TABLE(more);
 LW_DECLARE_TABLE(hf);  // ops Hugging Face models reach (rules_hf.c)
 
 
@@ -187,7 +190,20 @@ tpr_value_t lw_trunc(tpr_graph_t* g, tpr_value_t x);
 // isnan(x) as bool.
 tpr_value_t lw_isnan(tpr_graph_t* g, tpr_value_t x);
 
+//===--- random -----------------------------------------------------------===//
+
+// Uniform floats in [0, 1) shaped like |shape| from the generator |state|,
+// in *acc (f64 for f64 outs, else f32), exact in |out_dtype| (rules_random.c).
+tpr_value_t lw_uniform01(lw_ctx_t* ctx, tpr_value_t state,
+                         const tpr_type_t* shape, tpr_dtype_t out_dtype,
+                         tpr_dtype_t* acc);
+
 //===--- reductions -------------------------------------------------------===//
+
+// A loss reduced as ATen's |reduction| says: 0 none (as is), 1 mean, 2 sum
+// over every element (rules_nn.c).
+tpr_value_t lw_loss_reduction(tpr_graph_t* g, tpr_value_t loss,
+                              int64_t reduction);
 
 // Reduced dims from argument |i| (INT, INT_LIST or None; None and, unless
 // |empty_is_none|, [] mean all dims), sorted and deduplicated. Returns the

@@ -1,10 +1,11 @@
 // _embedding_bag and _embedding_bag_forward_only: bags of embedding rows
 // reduced by sum (optionally weighted), mean or max. Each index belongs to
 // bag (number of offsets <= its position) - 1; indices equal to padding_idx
-// and indices past the last bag (include_last_offset) take part in no bag.
+// and indices past the last bag (include_last_offset) take part in no bag,
+// except in max mode, where they join the last bag as on the CPU.
 // Results: output[B, D], offset2bag (bag of each index), bag_size (indices
 // counted per bag, 0 past B), max_indices (max mode: the index of each
-// maximal element, -1 for an empty bag; other modes: zeros).
+// maximal element, 0 for an empty bag; other modes: zeros).
 #include "compiler/lower/lower_internal.h"
 
 #define G (ctx->graph)
@@ -45,6 +46,10 @@ static tpr_status_t lower_embedding_bag(lw_ctx_t* ctx) {
   tpr_value_t le = lw_cast(g, lw_cmp(g, TPR_CMP_LE, ob, pos), I);
   tpr_value_t bag = lw_sub(g, tpr_reduce(g, le, TPR_REDUCE_SUM, &kD1, 1),
                            lw_full(g, 1, I, &(tpr_type_t){I, 1, {n}}));
+  // Max mode on the CPU puts indices past the last offset
+  // (include_last_offset) into the last bag.
+  if (mode == 2 && lw_bool(ctx, 7, false) && nb > 0)
+    bag = lw_min(g, bag, lw_k(g, bag, (double)(nb - 1)));
   tpr_value_t valid = lw_cmpk(g, TPR_CMP_GE, bag, 0);
   valid = tpr_binary(g, TPR_BINARY_AND, valid, lw_cmpk(g, TPR_CMP_LT, bag, (double)nb));
   if (pad >= 0)
@@ -72,16 +77,39 @@ static tpr_status_t lower_embedding_bag(lw_ctx_t* ctx) {
   tpr_value_t r3 = tpr_broadcast_in_dim(g, rows, 3, bnd, kND);
   tpr_value_t result, maxidx;
   tpr_type_t bdt = {I, 2, {nb, d}};
-  if (mode == 2) {
+  if (mode == 2 && n == 0) {
+    result = lw_full(g, 0, acc, &(tpr_type_t){acc, 2, {nb, d}});
+    maxidx = lw_full(g, 0, I, &bdt);
+  } else if (mode == 2) {
+    // The CPU kernel walks each bag in order: the first member is taken,
+    // later ones replace it only when strictly greater. So ties and all -inf
+    // columns keep the first member, a NaN first member stays, later NaNs
+    // are skipped. Empty bags give 0 and max index 0.
+    tpr_value_t pos = tpr_iota(g, (tpr_type_t){I, 2, {nb, n}}, 1);
+    tpr_value_t none = lw_full(g, (double)n, I, &(tpr_type_t){I, 2, {nb, n}});
+    tpr_value_t first = tpr_reduce(g, lw_sel(g, member, pos, none), TPR_REDUCE_MIN, &kD1, 1);
+    first = lw_min(g, first, lw_k(g, first, (double)(n - 1)));  // empty bags
+    tpr_value_t fval = tpr_index_select(g, rows, 0, first);      // [B, D]
     tpr_value_t lowest = tpr_constant_lowest(g, acc);
-    tpr_value_t v3 = lw_sel(g, m3, r3, lw_splat(g, lowest, r3));
-    tpr_value_t mv, mi;
-    tpr_argreduce(g, v3, 1, true, &mv, &mi);  // [B, D], positions in N
+    tpr_value_t ok3 = tpr_binary(g, TPR_BINARY_AND, m3,
+                                 lw_un(g, TPR_UNARY_NOT, lw_isnan(g, r3)));
+    tpr_value_t mv = tpr_reduce(g, lw_sel(g, ok3, r3, lw_splat(g, lowest, r3)),
+                                TPR_REDUCE_MAX, &kD1, 1);
+    static const int64_t kBD[2] = {0, 2};
+    tpr_value_t hit = tpr_binary(
+        g, TPR_BINARY_AND, ok3,
+        lw_cmp(g, TPR_CMP_EQ, r3, tpr_broadcast_in_dim(g, mv, 3, bnd, kBD)));
+    tpr_value_t pos3 = tpr_iota(g, (tpr_type_t){I, 3, {nb, n, d}}, 1);
+    tpr_value_t mi = tpr_reduce(g, lw_sel(g, hit, pos3, lw_k(g, pos3, (double)n)),
+                                TPR_REDUCE_MIN, &kD1, 1);
+    tpr_value_t fnan = lw_isnan(g, fval);
+    mi = lw_sel(g, fnan, tpr_broadcast_in_dim(g, first, 2, bdt.dims, &kD0), mi);
+    mi = lw_min(g, mi, lw_k(g, mi, (double)(n - 1)));
     tpr_value_t nonempty = tpr_broadcast_in_dim(
         g, lw_cmpk(g, TPR_CMP_GT, count, 0), 2, bdt.dims, &kD0);
-    result = lw_sel(g, nonempty, mv, lw_k(g, mv, 0));
+    result = lw_sel(g, nonempty, lw_sel(g, fnan, fval, mv), lw_k(g, mv, 0));
     tpr_value_t word = tpr_take_1d(g, idx, mi);
-    maxidx = lw_sel(g, nonempty, word, lw_full(g, -1, I, &bdt));
+    maxidx = lw_sel(g, nonempty, word, lw_full(g, 0, I, &bdt));
   } else {
     tpr_value_t z3 = lw_sel(g, m3, r3, lw_k(g, r3, 0));
     result = tpr_reduce(g, z3, TPR_REDUCE_SUM, &kD1, 1);

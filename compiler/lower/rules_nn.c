@@ -33,8 +33,8 @@ static tpr_value_t reduce_all(tpr_graph_t* g, tpr_value_t v, bool mean) {
   return mean ? lw_div(g, s, lw_k(g, s, (double)count)) : s;
 }
 
-static tpr_value_t apply_reduction(tpr_graph_t* g, tpr_value_t loss,
-                                   int64_t reduction) {
+tpr_value_t lw_loss_reduction(tpr_graph_t* g, tpr_value_t loss,
+                              int64_t reduction) {
   if (reduction == RED_NONE) return loss;
   return reduce_all(g, loss, reduction == RED_MEAN);
 }
@@ -173,7 +173,7 @@ static tpr_status_t lower_mse_loss(lw_ctx_t* ctx) {
   tpr_value_t x, y;
   TPR_RETURN_IF_ERROR(load_pair(ctx, 0, &sh, &x, &y));
   tpr_value_t d = lw_sub(G, x, y);
-  return lw_ret(ctx, apply_reduction(G, lw_mul(G, d, d), lw_int(ctx, 2, RED_MEAN)));
+  return lw_ret(ctx, lw_loss_reduction(G, lw_mul(G, d, d), lw_int(ctx, 2, RED_MEAN)));
 }
 
 // Pointwise-loss backward: grad at 0 (scalar or shaped), self/target at 1, 2.
@@ -213,7 +213,7 @@ static tpr_status_t lower_bce(lw_ctx_t* ctx) {
   tpr_value_t loss = lw_sub(g, lw_mul(g, lw_sub(g, t, lw_k(g, t, 1)), l1), lw_mul(g, t, l2));
   tpr_value_t w = opt_weight(ctx, 2, loss);
   if (w != TPR_VALUE_NONE) loss = lw_mul(g, loss, w);
-  return lw_ret(ctx, apply_reduction(g, loss, lw_int(ctx, 3, RED_MEAN)));
+  return lw_ret(ctx, lw_loss_reduction(g, loss, lw_int(ctx, 3, RED_MEAN)));
 }
 
 // binary_cross_entropy_backward(grad, self, target, weight?, reduction)
@@ -244,7 +244,7 @@ static tpr_status_t lower_bce_logits(lw_ctx_t* ctx) {
   tpr_value_t loss = lw_sub(g, lw_mul(g, lw_sub(g, lw_k(g, t, 1), t), x), ls);
   tpr_value_t w = opt_weight(ctx, 2, loss);
   if (w != TPR_VALUE_NONE) loss = lw_mul(g, loss, w);
-  return lw_ret(ctx, apply_reduction(g, loss, lw_int(ctx, 4, RED_MEAN)));
+  return lw_ret(ctx, lw_loss_reduction(g, loss, lw_int(ctx, 4, RED_MEAN)));
 }
 
 // smooth_l1_loss(self, target, reduction, beta=1) and
@@ -267,7 +267,7 @@ static tpr_status_t l1_family(lw_ctx_t* ctx, bool huber) {
     tpr_value_t q = lw_div(g, lw_mul(g, lw_k(g, z, 0.5), lw_mul(g, z, z)), lw_k(g, z, b));
     loss = lw_sel(g, lw_cmpk(g, TPR_CMP_LT, z, b), q, lw_sub(g, z, lw_k(g, z, 0.5 * b)));
   }
-  return lw_ret(ctx, apply_reduction(g, loss, lw_int(ctx, 2, RED_MEAN)));
+  return lw_ret(ctx, lw_loss_reduction(g, loss, lw_int(ctx, 2, RED_MEAN)));
 }
 static tpr_status_t lower_smooth_l1(lw_ctx_t* ctx) { return l1_family(ctx, false); }
 static tpr_status_t lower_huber(lw_ctx_t* ctx) { return l1_family(ctx, true); }

@@ -6,15 +6,16 @@
 // the interval ends; for Chebyshev with |x| < 1 above a small degree the
 // trigonometric closed form; otherwise the three-term recurrence.
 //
-// The degree is a runtime tensor, so the recurrence is unrolled to a fixed
-// bound K and p_n is picked by select:
-//  * Chebyshev (K = 64): for n > K the closed forms cos(n acos x) (|x| < 1)
-//    and cosh(n acosh |x|) with sign (|x| > 1) and their U/V/W analogues;
-//    where PyTorch's recurrence would overflow (inf - inf) the result is NaN.
-//  * Hermite, Laguerre, Legendre (K = 128): no closed form; n > 128 gives
-//    NaN. For float32 Hermite this is PyTorch's own limit; for float64 Hermite
-//    (PyTorch: 512) and for Laguerre/Legendre (PyTorch: none) it is a
-//    documented bound of this lowering.
+// The degree is a runtime tensor:
+//  * Chebyshev: the recurrence is unrolled to K = 64 and p_n picked by
+//    select; for n > K the closed forms cos(n acos x) (|x| < 1) and
+//    cosh(n acosh |x|) with sign (|x| > 1) and their U/V/W analogues; where
+//    PyTorch's recurrence would overflow (inf - inf) the result is NaN.
+//  * Hermite, Laguerre, Legendre have no closed form: a while loop runs the
+//    recurrence up to the largest degree in the tensor, each element keeping
+//    its value once its own degree is reached, so every n is exact. Hermite
+//    degrees above PyTorch's limit (128 for float32, 512 for float64) give
+//    NaN, as on the CPU.
 // Floats compute in the opmath dtype (f32 for f16/bf16/f32, f64 for f64).
 #include <math.h>
 
@@ -34,7 +35,7 @@ enum {
 #define EQ(a, c) lw_cmpk(g, TPR_CMP_EQ, a, c)
 #define SEL lw_sel
 
-enum { KCHEB = 64, KOTHER = 128 };
+enum { KCHEB = 64 };
 
 // Closed forms of the Chebyshev kinds T/U/V/W (kind 0..3) at z for degree
 // n > KCHEB (|z| != 1 handled by the caller's special cases).
@@ -83,6 +84,60 @@ static tpr_value_t cheb_closed(tpr_graph_t* g, int kind, tpr_value_t z, tpr_valu
   return SEL(g, lw_cmpk(g, TPR_CMP_LT, ABS(z), 1), in, out);
 }
 
+// The loop of the Hermite, Laguerre and Legendre recurrences. Carried:
+// m (s64, the degree computed next), the last degree to compute (s64), x,
+// n, p = p_{m-2}, q = p_{m-1}.
+enum { RC_M, RC_LAST, RC_X, RC_N, RC_P, RC_Q, RC_COUNT };
+
+static void rec_cond(tpr_graph_t* g, void* user, const tpr_value_t* a,
+                     tpr_value_t* r) {
+  r[0] = lw_cmp(g, TPR_CMP_LE, a[RC_M], a[RC_LAST]);
+}
+
+static void rec_body(tpr_graph_t* g, void* user, const tpr_value_t* a,
+                     tpr_value_t* r) {
+  int which = *(const int*)user;
+  tpr_value_t x = a[RC_X], p = a[RC_P], q = a[RC_Q];
+  tpr_value_t mf = lw_splat(g, a[RC_M], x);
+  tpr_value_t k = lw_sub(g, mf, K(1)), k1 = mf;
+  tpr_value_t s;
+  if (which == P_H) {
+    s = lw_sub(g, lw_mul(g, lw_add(g, x, x), q), lw_mul(g, lw_add(g, k, k), p));
+  } else if (which == P_HE) {
+    s = lw_sub(g, lw_mul(g, x, q), lw_mul(g, k, p));
+  } else if (which == P_L) {
+    tpr_value_t c = lw_add(g, lw_add(g, k, k), lw_sub(g, K(1), x));
+    s = lw_div(g, lw_sub(g, lw_mul(g, c, q), lw_mul(g, k, p)), k1);
+  } else {
+    tpr_value_t c = lw_add(g, lw_add(g, k, k), K(1));
+    s = lw_div(g, lw_sub(g, lw_mul(g, lw_mul(g, c, x), q), lw_mul(g, k, p)), k1);
+  }
+  tpr_value_t upd = lw_cmp(g, TPR_CMP_GE, a[RC_N], mf);
+  r[RC_M] = lw_add(g, a[RC_M], tpr_constant_i64(g, TPR_DTYPE_S64, 1));
+  r[RC_LAST] = a[RC_LAST];
+  r[RC_X] = x;
+  r[RC_N] = a[RC_N];
+  r[RC_P] = lw_sel(g, upd, q, p);
+  r[RC_Q] = lw_sel(g, upd, s, q);
+}
+
+// p_n for n >= 1 (p_0 = 1, p_1 = q1) by the loop; other elements undefined.
+static tpr_value_t rec_loop(tpr_graph_t* g, int which, tpr_value_t x,
+                            tpr_value_t n, tpr_value_t q1, double limit) {
+  const tpr_type_t* t = tpr_value_type(g, n);
+  int64_t all[TPR_MAX_RANK];
+  for (int i = 0; i < t->rank; i++) all[i] = i;
+  // Largest degree, bounded so that the s64 conversion is exact.
+  tpr_value_t last = tpr_reduce(g, n, TPR_REDUCE_MAX, all, t->rank);
+  last = lw_min(g, lw_max(g, last, lw_k(g, last, 0)), lw_k(g, last, limit));
+  tpr_value_t init[RC_COUNT] = {
+      tpr_constant_i64(g, TPR_DTYPE_S64, 2), lw_cast(g, last, TPR_DTYPE_S64),
+      x, n, K(1), q1};
+  tpr_value_t out[RC_COUNT];
+  tpr_while(g, RC_COUNT, init, rec_cond, rec_body, &which, out);
+  return out[RC_Q];
+}
+
 static tpr_status_t poly_rule(lw_ctx_t* ctx, int which) {
   tpr_dtype_t cd = lw_opmath(OUT->dtype);
   if (tpr_dtype_is_complex(cd))
@@ -105,7 +160,7 @@ static tpr_status_t poly_rule(lw_ctx_t* ctx, int which) {
   tpr_value_t n1 = lw_add(g, n, K(1)), n21 = lw_add(g, lw_add(g, n, n), K(1));
   bool cheb = which <= P_SW;
   int kind = which & 3;
-  int bound = cheb ? KCHEB : KOTHER;
+  int bound = cheb ? KCHEB : 1;
   // z: the Chebyshev argument (2x - 1 for the shifted kinds).
   tpr_value_t z = x;
   if (which >= P_ST && which <= P_SW) z = lw_sub(g, lw_add(g, x, x), K(1));
@@ -127,7 +182,15 @@ static tpr_status_t poly_rule(lw_ctx_t* ctx, int which) {
     q = x;
   }
   // Degrees above the bound.
-  r = cheb ? cheb_closed(g, kind, z, n, odd) : K(NAN);
+  if (cheb) {
+    r = cheb_closed(g, kind, z, n, odd);
+  } else {
+    // PyTorch's Hermite limit; the others run to the largest degree.
+    bool herm = which == P_H || which == P_HE;
+    double limit = herm ? (cd == TPR_DTYPE_F64 ? 512 : 128) : 0x1p62;
+    r = rec_loop(g, which, x, n, q, limit);
+    if (herm) r = SEL(g, lw_cmpk(g, TPR_CMP_GT, n, limit), K(NAN), r);
+  }
   r = SEL(g, EQ(n, 0), p, r);
   r = SEL(g, EQ(n, 1), q, r);
   tpr_value_t zz = lw_add(g, z, z), omx = lw_sub(g, K(1), x);

@@ -22,9 +22,9 @@ static tpr_status_t need_state(lw_ctx_t* ctx, tpr_value_t* state) {
 // else f32). For f16/bf16 outs only as many random bits as the type's
 // significand holds are used, so every value is exact in the out type and
 // rounding can never produce 1 (as in PyTorch's uniform_real_distribution).
-static tpr_value_t uniform01(lw_ctx_t* ctx, tpr_value_t state,
-                             const tpr_type_t* shape, tpr_dtype_t out_dtype,
-                             tpr_dtype_t* acc) {
+tpr_value_t lw_uniform01(lw_ctx_t* ctx, tpr_value_t state,
+                         const tpr_type_t* shape, tpr_dtype_t out_dtype,
+                         tpr_dtype_t* acc) {
   tpr_graph_t* g = G;
   bool wide = out_dtype == TPR_DTYPE_F64;
   *acc = wide ? TPR_DTYPE_F64 : TPR_DTYPE_F32;
@@ -63,7 +63,7 @@ static tpr_status_t lower_uniform(lw_ctx_t* ctx) {
   tpr_value_t st;
   TPR_RETURN_IF_ERROR(need_state(ctx, &st));
   tpr_dtype_t acc;
-  tpr_value_t u = uniform01(ctx, st, OUT, OUT->dtype, &acc);
+  tpr_value_t u = lw_uniform01(ctx, st, OUT, OUT->dtype, &acc);
   tpr_value_t from = param(ctx, 1, u, 0), to = param(ctx, 2, u, 1);
   return lw_ret(ctx, lw_add(G, lw_mul(G, u, lw_sub(G, to, from)), from));
 }
@@ -76,7 +76,7 @@ static tpr_value_t std_normal(lw_ctx_t* ctx, tpr_value_t st) {
   if (n == 0) return lw_full(g, 0, lw_opmath(OUT->dtype), OUT);
   int64_t two_n[2] = {2, n};
   tpr_type_t bt = tpr_type_make(OUT->dtype, 2, two_n);
-  tpr_value_t u = uniform01(ctx, st, &bt, OUT->dtype == TPR_DTYPE_F64
+  tpr_value_t u = lw_uniform01(ctx, st, &bt, OUT->dtype == TPR_DTYPE_F64
                                               ? TPR_DTYPE_F64
                                               : TPR_DTYPE_F32,
                             &acc);
@@ -127,7 +127,7 @@ static tpr_status_t lower_bernoulli(lw_ctx_t* ctx) {
                       (pt && pt->dtype == TPR_DTYPE_F64))
                          ? TPR_DTYPE_F64
                          : TPR_DTYPE_F32;
-  tpr_value_t u = uniform01(ctx, st, OUT, wide, &acc);
+  tpr_value_t u = lw_uniform01(ctx, st, OUT, wide, &acc);
   tpr_value_t p = param(ctx, p_idx, u, 0.5);
   return lw_ret(ctx, lw_cmp(G, TPR_CMP_LT, u, p));
 }
@@ -138,7 +138,7 @@ static tpr_status_t lower_exponential(lw_ctx_t* ctx) {
   tpr_value_t st;
   TPR_RETURN_IF_ERROR(need_state(ctx, &st));
   tpr_dtype_t acc;
-  tpr_value_t u = uniform01(ctx, st, OUT, OUT->dtype, &acc);
+  tpr_value_t u = lw_uniform01(ctx, st, OUT, OUT->dtype, &acc);
   tpr_value_t e = lw_un(G, TPR_UNARY_NEG, lw_un(G, TPR_UNARY_LOG1P, lw_un(G, TPR_UNARY_NEG, u)));
   return lw_ret(ctx, lw_div(G, e, param(ctx, 1, u, 1)));
 }
@@ -222,7 +222,7 @@ static tpr_status_t lower_native_dropout(lw_ctx_t* ctx) {
   tpr_value_t st;
   TPR_RETURN_IF_ERROR(need_state(ctx, &st));
   tpr_dtype_t acc;
-  tpr_value_t u = uniform01(ctx, st, OUT, TPR_DTYPE_F32, &acc);
+  tpr_value_t u = lw_uniform01(ctx, st, OUT, TPR_DTYPE_F32, &acc);
   tpr_value_t keep = lw_cmpk(G, TPR_CMP_LT, u, 1.0 - p);
   double scale = p >= 1.0 ? 0.0 : 1.0 / (1.0 - p);
   tpr_dtype_t cd = lw_opmath(OUT->dtype);
@@ -271,7 +271,7 @@ static tpr_status_t lower_cauchy(lw_ctx_t* ctx) {
   tpr_value_t st;
   TPR_RETURN_IF_ERROR(need_state(ctx, &st));
   tpr_dtype_t acc;
-  tpr_value_t u = uniform01(ctx, st, OUT, OUT->dtype, &acc);
+  tpr_value_t u = lw_uniform01(ctx, st, OUT, OUT->dtype, &acc);
   tpr_value_t t = lw_un(G, TPR_UNARY_TAN, lw_mul(G, lw_sub(G, u, lw_k(G, u, 0.5)),
                                                  lw_k(G, u, 3.14159265358979323846)));
   return lw_ret(ctx, lw_add(G, lw_mul(G, t, param(ctx, 2, u, 1)), param(ctx, 1, u, 0)));
@@ -294,7 +294,7 @@ static tpr_status_t lower_geometric(lw_ctx_t* ctx) {
   TPR_RETURN_IF_ERROR(need_state(ctx, &st));
   tpr_dtype_t acc;
   tpr_dtype_t wide = OUT->dtype == TPR_DTYPE_F64 ? TPR_DTYPE_F64 : TPR_DTYPE_F32;
-  tpr_value_t u = uniform01(ctx, st, OUT, wide, &acc);
+  tpr_value_t u = lw_uniform01(ctx, st, OUT, wide, &acc);
   u = lw_sub(G, lw_k(G, u, 1), u);  // (0, 1]
   tpr_value_t p = param(ctx, 1, u, 0.5);
   tpr_value_t k = lw_un(G, TPR_UNARY_CEIL,

@@ -127,10 +127,19 @@ static tpr_dtype_t seq_acc(tpr_dtype_t od) {
   return tpr_dtype_is_float(od) ? od : TPR_DTYPE_F64;
 }
 
+// A 1-d out; complex sequences are not lowered (cleanly unsupported).
+static tpr_status_t seq_check(lw_ctx_t* ctx) {
+  if (tpr_dtype_is_complex(OUT->dtype))
+    return lw_fail(ctx, TPR_UNIMPLEMENTED, "complex dtype %s is not supported",
+                   tpr_dtype_name(OUT->dtype));
+  if (OUT->rank != 1)
+    return lw_fail(ctx, TPR_INVALID_ARGUMENT, "needs a 1-d out");
+  return tpr_ok_status();
+}
+
 // linspace(start, end, steps, ...)
 static tpr_status_t lower_linspace(lw_ctx_t* ctx) {
-  if (OUT->rank != 1 || tpr_dtype_is_complex(OUT->dtype))
-    return lw_fail(ctx, TPR_INVALID_ARGUMENT, "needs a real 1-d out");
+  TPR_RETURN_IF_ERROR(seq_check(ctx));
   if (OUT->dims[0] == 0) return lw_ret(ctx, lw_full(G, 0, OUT->dtype, OUT));
   tpr_value_t v = lin(ctx, seq_acc(OUT->dtype));
   if (lw_is_int(OUT->dtype)) v = lw_trunc(G, v);
@@ -139,8 +148,7 @@ static tpr_status_t lower_linspace(lw_ctx_t* ctx) {
 
 // logspace(start, end, steps, base=10, ...): base ** linspace.
 static tpr_status_t lower_logspace(lw_ctx_t* ctx) {
-  if (OUT->rank != 1 || tpr_dtype_is_complex(OUT->dtype))
-    return lw_fail(ctx, TPR_INVALID_ARGUMENT, "needs a real 1-d out");
+  TPR_RETURN_IF_ERROR(seq_check(ctx));
   if (OUT->dims[0] == 0) return lw_ret(ctx, lw_full(G, 0, OUT->dtype, OUT));
   tpr_dtype_t acc = seq_acc(OUT->dtype);
   tpr_value_t e = lin(ctx, acc);

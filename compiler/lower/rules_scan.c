@@ -24,14 +24,17 @@ static tpr_status_t scan_in(lw_ctx_t* ctx, int arg, tpr_dtype_t dtype,
   return tpr_ok_status();
 }
 
-static tpr_status_t scan(lw_ctx_t* ctx, tpr_scan_op_t op) {
-  tpr_dtype_t acc = lw_opmath(OUT->dtype);
+static tpr_status_t scan_acc(lw_ctx_t* ctx, tpr_scan_op_t op, tpr_dtype_t acc) {
   if (op == TPR_SCAN_LOGADDEXP && !tpr_dtype_is_float(acc))
     return lw_fail(ctx, TPR_INVALID_ARGUMENT, "needs a floating out type");
   tpr_value_t x;
   int64_t dim;
   TPR_RETURN_IF_ERROR(scan_in(ctx, 1, acc, &x, &dim));
   return lw_ret(ctx, tpr_scan(G, x, dim, op, false));
+}
+
+static tpr_status_t scan(lw_ctx_t* ctx, tpr_scan_op_t op) {
+  return scan_acc(ctx, op, lw_opmath(OUT->dtype));
 }
 
 // cumsum(self, dim, *, dtype) / cumsum.out / cumsum_
@@ -43,6 +46,13 @@ static tpr_status_t lower_cumprod(lw_ctx_t* ctx) {
 }
 // _logcumsumexp(self, dim) / logcumsumexp(self, dim)
 static tpr_status_t lower_logcumsumexp(lw_ctx_t* ctx) {
+  if (tpr_dtype_is_complex(OUT->dtype))
+    return lw_fail(ctx, TPR_UNIMPLEMENTED, "complex dtype %s is not supported",
+                   tpr_dtype_name(OUT->dtype));
+  // The CPU accumulates float32 in double (acc_type): so do we, or its
+  // backward (exp of differences of these sums at large magnitudes) would
+  // magnify one-ulp differences.
+  if (OUT->dtype == TPR_DTYPE_F32) return scan_acc(ctx, TPR_SCAN_LOGADDEXP, TPR_DTYPE_F64);
   return scan(ctx, TPR_SCAN_LOGADDEXP);
 }
 

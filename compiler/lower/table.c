@@ -38,6 +38,8 @@ static const group_t kGroups[] = {
     {lw_rules_factor, &lw_rules_factor_count},
     {lw_rules_embedding_bag, &lw_rules_embedding_bag_count},
     {lw_rules_grid, &lw_rules_grid_count},
+    {lw_rules_view, &lw_rules_view_count},
+    {lw_rules_more, &lw_rules_more_count},
     {lw_rules_hf, &lw_rules_hf_count},
 };
 

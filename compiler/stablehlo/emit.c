@@ -91,6 +91,8 @@ static void put_value(emitter_t* e, tpr_value_t v) {
   const tpr_node_t* n = tpr_graph_node_of(g, v);
   if (n->op == TPR_OP_PARAMETER)
     putf(e, "%%arg%d", n->sub);
+  else if (n->op == TPR_OP_REGION_ARGS)  // block arguments: plain names
+    putf(e, "%%a%d", v);
   else if (n->num_results > 1)
     putf(e, "%%m%d#%d", n->first_value, tpr_graph_value(g, v)->index);
   else
@@ -818,6 +820,74 @@ static void put_three_arrays(emitter_t* e, const char* a, const char* b,
   put(e, "}");
 }
 
+static void emit_node(emitter_t* e, int ni);
+
+// Nodes [lo, hi) of one scope; a nested region is skipped here (its
+// REGION_ARGS node says where it ends) and printed by its WHILE node.
+static void emit_range(emitter_t* e, int lo, int hi) {
+  for (int i = lo; i < hi; i++) {
+    const tpr_node_t* n = &e->g->nodes[i];
+    if (n->op == TPR_OP_REGION_ARGS)
+      i = (int)ints_of(e, n)[0] - 1;
+    else
+      emit_node(e, i);
+  }
+}
+
+// One region of a while: block arguments, nodes, stablehlo.return of |rets|.
+static void emit_region(emitter_t* e, int args_node, int end,
+                        const tpr_value_t* rets, int nrets) {
+  const tpr_node_t* a = &e->g->nodes[args_node];
+  put(e, "    ^bb0(");
+  for (int i = 0; i < a->num_results; i++) {
+    if (i) put(e, ", ");
+    put_value(e, a->first_value + i);
+    put(e, ": ");
+    put_type(e, vtype(e, a->first_value + i));
+  }
+  put(e, "):\n");
+  emit_range(e, args_node + 1, end);
+  put(e, "    \"stablehlo.return\"(");
+  for (int i = 0; i < nrets; i++) {
+    if (i) put(e, ", ");
+    put_value(e, rets[i]);
+  }
+  put(e, ") : (");
+  for (int i = 0; i < nrets; i++) {
+    if (i) put(e, ", ");
+    put_type(e, vtype(e, rets[i]));
+  }
+  put(e, ") -> ()\n");
+}
+
+static void emit_while(emitter_t* e, int ni, const tpr_node_t* n) {
+  int k = n->sub;
+  const tpr_value_t* ops = operands_of(e, n);
+  const int64_t* f = ints_of(e, n);
+  begin(e, n);
+  put(e, "\"stablehlo.while\"(");
+  for (int i = 0; i < k; i++) {
+    if (i) put(e, ", ");
+    put_value(e, ops[i]);
+  }
+  put(e, ") ({\n");
+  emit_region(e, (int)f[0], (int)f[1], &ops[k], 1);
+  put(e, "    }, {\n");
+  emit_region(e, (int)f[1], ni, &ops[k + 1], k);
+  put(e, "    }) : (");
+  for (int i = 0; i < k; i++) {
+    if (i) put(e, ", ");
+    put_type(e, vtype(e, ops[i]));
+  }
+  put(e, ") -> ");
+  if (k > 1) put(e, "(");
+  for (int i = 0; i < k; i++) {
+    if (i) put(e, ", ");
+    put_type(e, vtype(e, n->first_value + i));
+  }
+  put(e, k > 1 ? ")\n" : "\n");
+}
+
 static void emit_node(emitter_t* e, int ni) {
   const tpr_graph_t* g = e->g;
   const tpr_node_t* n = &g->nodes[ni];
@@ -977,6 +1047,11 @@ static void emit_node(emitter_t* e, int ni) {
            f[2] ? "true" : "false", f[3] ? "TRANSPOSE" : "NO_TRANSPOSE");
       break;
     }
+    case TPR_OP_REGION_ARGS:  // printed by emit_region
+      return;
+    case TPR_OP_WHILE:
+      emit_while(e, ni, n);
+      return;
     case TPR_OP_COUNT_:
       return;
   }
@@ -1014,7 +1089,7 @@ tpr_status_t tpr_graph_emit_stablehlo(const tpr_graph_t* g, char** out_text,
     put_type(&e, vtype(&e, g->results[r]));
   }
   put(&e, ") {\n");
-  for (int i = 0; i < g->num_nodes; i++) emit_node(&e, i);
+  emit_range(&e, 0, g->num_nodes);
   put(&e, "    \"func.return\"(");
   for (int r = 0; r < g->num_results; r++) {
     if (r) put(&e, ", ");

@@ -18,7 +18,9 @@
 #include <string>
 #include <vector>
 
+#include "aten/ArgConvert.h"
 #include "aten/Dispatch.h"
+#include "aten/FastMeta.h"
 #include "aten/TensorRef.h"
 #include "core/TpuGenerator.h"
 #include "core/TpuStatus.h"
@@ -79,26 +81,6 @@ at::Tensor to_meta(const at::Tensor& t) {
       .as_strided(t.sizes(), t.strides(), t.storage_offset());
 }
 
-// The argument's schema type with any Optional[...] removed.
-c10::TypePtr value_type(const c10::Argument& a) {
-  auto t = a.type();
-  if (auto opt = t->cast<c10::OptionalType>()) t = opt->getElementType();
-  return t;
-}
-
-bool is_generator_arg(const c10::Argument& a) {
-  return value_type(a)->kind() == c10::TypeKind::GeneratorType;
-}
-
-bool is_scalar_arg(const c10::Argument& a) {
-  return value_type(a)->kind() == c10::TypeKind::NumberType;
-}
-
-bool is_scalar_list_arg(const c10::Argument& a) {
-  auto l = value_type(a)->cast<c10::ListType>();
-  return l && l->getElementType()->kind() == c10::TypeKind::NumberType;
-}
-
 bool writes(const c10::Argument& a) {
   return a.alias_info() && a.alias_info()->isWrite();
 }
@@ -113,13 +95,9 @@ bool writes_unmarked(const std::string& name, size_t i,
 }
 
 // Everything that must outlive the C call.
-struct CallState {
+struct CallState : ArgStore {
   std::deque<tpr_tensor_ref_t> refs;
   std::deque<std::vector<const tpr_tensor_ref_t*>> ref_lists;
-  std::deque<std::vector<int64_t>> int_lists;
-  std::deque<std::vector<double>> double_lists;
-  std::deque<std::unique_ptr<bool[]>> bool_lists;
-  std::deque<std::string> strings;
   std::vector<at::Tensor> keep_alive;
   std::vector<tpr_eager_arg_t> args;
   std::vector<at::Tensor> outs;  // result targets, in rule order
@@ -145,132 +123,48 @@ uint64_t rng_increment(const std::vector<tpr_type_t>& outs) {
   return 4 * n + 4;
 }
 
-void convert_arg(CallState& st, const c10::Argument& schema_arg,
-                 const c10::IValue& v, const char* op, c10::Device device,
-                 tpr_eager_arg_t& out, bool& needs_rng) {
-  tpr_arg_t& a = out.arg;
-  if (is_generator_arg(schema_arg)) {
-    a.kind = TPR_ARG_GENERATOR;
-    needs_rng = true;
-    return;  // state filled in once out types are known
+// Eager tensors are windows into their storages.
+class EagerSink : public TensorArgSink {
+ public:
+  EagerSink(CallState& st, const char* op, c10::Device device)
+      : st_(st), op_(op), device_(device) {}
+
+  void tensor(const at::Tensor& t, tpr_eager_arg_t& out) override {
+    out.tensor = add_ref(st_, t, op_, device_);
   }
-  if (v.isNone()) {
-    a.kind = TPR_ARG_NONE;
-  } else if (v.isTensor()) {
-    const at::Tensor& t = v.toTensor();
-    if (!t.defined()) {
-      a.kind = TPR_ARG_NONE;
-      return;
-    }
-    a.kind = TPR_ARG_TENSOR;
-    out.tensor = add_ref(st, t, op, device);
-  } else if (is_scalar_arg(schema_arg) || v.isScalar()) {
-    if (is_scalar_arg(schema_arg)) {
-      a.kind = TPR_ARG_TENSOR;
-      a.is_scalar = true;
-      if (v.isDouble()) {
-        out.scalar_dtype = TPR_DTYPE_F64;
-        out.scalar.d = v.toDouble();
-      } else if (v.isBool()) {
-        out.scalar_dtype = TPR_DTYPE_BOOL;
-        out.scalar.b = v.toBool();
-      } else if (v.isComplexDouble()) {
-        auto c = v.toComplexDouble();
-        out.scalar_dtype = TPR_DTYPE_C128;
-        out.scalar.c[0] = c.real();
-        out.scalar.c[1] = c.imag();
-      } else {
-        out.scalar_dtype = TPR_DTYPE_S64;
-        out.scalar.i = v.isSymInt() ? v.toSymInt().guard_int(__FILE__, __LINE__)
-                                    : v.toInt();
-      }
-    } else if (v.isDouble()) {
-      a.kind = TPR_ARG_DOUBLE;
-      a.d = v.toDouble();
-    } else if (v.isBool()) {
-      a.kind = TPR_ARG_BOOL;
-      a.b = v.toBool();
-    } else if (v.isInt() || v.isSymInt()) {
-      a.kind = TPR_ARG_INT;
-      a.i = v.isInt() ? v.toInt() : v.toSymInt().guard_int(__FILE__, __LINE__);
-    } else {
-      a.kind = TPR_ARG_OTHER;
-    }
-    // ScalarType arguments are ints in the IValue: map them.
-    if (value_type(schema_arg)->kind() == c10::TypeKind::ScalarTypeType &&
-        a.kind == TPR_ARG_INT) {
-      a.kind = TPR_ARG_DTYPE;
-      a.dtype = to_tpr_dtype(static_cast<c10::ScalarType>(a.i));
-    }
-  } else if (v.isIntList() || v.isSymIntList()) {
-    std::vector<int64_t> ints;
-    if (v.isIntList()) {
-      ints = v.toIntVector();
-    } else {
-      for (const auto& s : v.toSymIntVector())
-        ints.push_back(s.guard_int(__FILE__, __LINE__));
-    }
-    st.int_lists.push_back(std::move(ints));
-    a.kind = TPR_ARG_INT_LIST;
-    a.ints = st.int_lists.back().data();
-    a.count = static_cast<int32_t>(st.int_lists.back().size());
-  } else if (v.isDoubleList()) {
-    st.double_lists.push_back(v.toDoubleVector());
-    a.kind = TPR_ARG_DOUBLE_LIST;
-    a.doubles = st.double_lists.back().data();
-    a.count = static_cast<int32_t>(st.double_lists.back().size());
-  } else if (v.isBoolList()) {
-    auto l = v.toBoolList();
-    std::unique_ptr<bool[]> b(new bool[l.size() + 1]);
-    for (size_t i = 0; i < l.size(); i++) b[i] = l[i];
-    a.kind = TPR_ARG_BOOL_LIST;
-    a.bools = b.get();
-    a.count = static_cast<int32_t>(l.size());
-    st.bool_lists.push_back(std::move(b));
-  } else if (is_scalar_list_arg(schema_arg) && v.isList()) {
-    // Scalar[] (per-tensor scalars of foreach ops, e.g. Adam's bias
-    // corrections): one small device tensor, so new values do not recompile.
-    std::vector<double> vals;
-    bool all_int = true;
-    for (const auto& e : v.toListRef()) {
-      all_int &= e.isInt() || e.isBool();
-      vals.push_back(e.isDouble() ? e.toDouble()
-                     : e.isBool() ? static_cast<double>(e.toBool())
-                                  : static_cast<double>(e.toInt()));
-    }
+
+  void tensor_list(const std::vector<std::optional<at::Tensor>>& ts,
+                   tpr_eager_arg_t& out) override {
+    std::vector<const tpr_tensor_ref_t*> refs;
+    for (const auto& t : ts) refs.push_back(t ? add_ref(st_, *t, op_, device_) : nullptr);
+    finish_list(std::move(refs), out);
+  }
+
+  // Scalar[] (per-tensor scalars of foreach ops, e.g. Adam's bias
+  // corrections): one small device tensor, so new values do not recompile.
+  void scalar_list(const std::vector<double>& vals, bool all_int,
+                   tpr_eager_arg_t& out) override {
     at::Tensor host = at::tensor(vals, at::dtype(at::kDouble));
     if (all_int) host = host.to(at::kLong);
-    at::Tensor dev = host.to(device);
-    st.keep_alive.push_back(dev);
+    at::Tensor dev = host.to(device_);
+    st_.keep_alive.push_back(dev);
     std::vector<const tpr_tensor_ref_t*> refs;
     for (int64_t k = 0; k < dev.numel(); k++)
-      refs.push_back(add_ref(st, dev.select(0, k), op, device));
-    st.ref_lists.push_back(std::move(refs));
-    a.kind = TPR_ARG_TENSOR_LIST;
-    a.count = static_cast<int32_t>(st.ref_lists.back().size());
-    out.tensors = st.ref_lists.back().data();
-  } else if (v.isTensorList() || v.isOptionalTensorList() || v.isList()) {
-    std::vector<const tpr_tensor_ref_t*> refs;
-    for (const auto& e : v.toListRef()) {
-      if (e.isTensor() && e.toTensor().defined())
-        refs.push_back(add_ref(st, e.toTensor(), op, device));
-      else if (e.isNone() || e.isTensor())
-        refs.push_back(nullptr);
-      else
-        TORCH_CHECK_NOT_IMPLEMENTED(false, op, ": unsupported list argument");
-    }
-    st.ref_lists.push_back(std::move(refs));
-    a.kind = TPR_ARG_TENSOR_LIST;
-    a.count = static_cast<int32_t>(st.ref_lists.back().size());
-    out.tensors = st.ref_lists.back().data();
-  } else if (v.isString()) {
-    st.strings.push_back(v.toStringRef());
-    a.kind = TPR_ARG_STRING;
-    a.s = st.strings.back().c_str();
-  } else {
-    a.kind = TPR_ARG_OTHER;
+      refs.push_back(add_ref(st_, dev.select(0, k), op_, device_));
+    finish_list(std::move(refs), out);
   }
-}
+
+ private:
+  void finish_list(std::vector<const tpr_tensor_ref_t*> refs, tpr_eager_arg_t& out) {
+    st_.ref_lists.push_back(std::move(refs));
+    out.arg.count = static_cast<int32_t>(st_.ref_lists.back().size());
+    out.tensors = st_.ref_lists.back().data();
+  }
+
+  CallState& st_;
+  const char* op_;
+  c10::Device device_;
+};
 
 c10::Device find_device(const torch::jit::Stack& args) {
   for (const auto& v : args) {
@@ -419,6 +313,11 @@ std::shared_ptr<const MetaResult> run_meta(const c10::OperatorHandle& op,
     }
   }
   auto r = std::make_shared<MetaResult>();
+  if (auto fast = fast_meta(schema, meta)) {
+    r->args = std::move(meta);
+    r->returns = std::move(*fast);
+    return r;
+  }
   r->args = meta;  // the call replaces the arguments by the returns
   // Foreach ops have no Meta kernel; their composite one runs per tensor on
   // the meta twins, which is just as good for metadata.
@@ -599,6 +498,7 @@ bool run_native(const c10::OperatorHandle& op, torch::jit::Stack* stack,
   }
 
   // 3. Arguments in schema order, out= stripped.
+  EagerSink sink(st, name.c_str(), device);
   int gen_index = -1;
   size_t gen_arg = 0;
   for (size_t i = 0; i < nargs; i++) {
@@ -607,15 +507,14 @@ bool run_native(const c10::OperatorHandle& op, torch::jit::Stack* stack,
     tpr_eager_arg_t& ea = st.args.back();
     std::memset(&ea, 0, sizeof ea);
     bool rng = false;
-    convert_arg(st, schema.arguments()[i], args[i], name.c_str(), device, ea, rng);
+    convert_arg(st, sink, schema.arguments()[i], args[i], name.c_str(), ea, rng);
     if (rng) {
       gen_index = static_cast<int>(st.args.size() - 1);
       gen_arg = i;
     }
   }
   // Random ops whose schema has no Generator draw from the default one.
-  if (gen_index < 0 && name.rfind("aten::native_dropout", 0) == 0 &&
-      name != "aten::native_dropout_backward") {
+  if (gen_index < 0 && draws_from_default_generator(name)) {
     st.args.emplace_back();
     std::memset(&st.args.back(), 0, sizeof(tpr_eager_arg_t));
     st.args.back().arg.kind = TPR_ARG_GENERATOR;

@@ -1,5 +1,5 @@
 // Meta kernels PyTorch lacks for CPU/CUDA-only helper ops that tpu lowers
-// natively (see compiler/lower/rules_scan.c). The boxed fallback needs a
+// natively (see compiler/lower/rules_scan.c, rules_more.c). The boxed fallback needs a
 // meta kernel to learn result types; without one these ops would always run
 // on the CPU. cummax/cummin resize their outputs before calling the helper,
 // so the helper's meta kernel has nothing to do.
@@ -16,7 +16,23 @@ at::Tensor logcumsumexp_meta(const at::Tensor& self, int64_t) {
   return at::empty_like(self, at::MemoryFormat::Contiguous);
 }
 
+// The margin losses' input gradients have the input's shape and dtype.
+at::Tensor multi_margin_loss_backward_meta(const at::Tensor&, const at::Tensor& self,
+                                           const at::Tensor&, const at::Scalar&,
+                                           const at::Scalar&,
+                                           const std::optional<at::Tensor>&, int64_t) {
+  return at::empty_like(self, at::MemoryFormat::Contiguous);
+}
+
+at::Tensor multilabel_margin_loss_backward_meta(const at::Tensor&, const at::Tensor& self,
+                                                const at::Tensor&, int64_t,
+                                                const at::Tensor&) {
+  return at::empty_like(self, at::MemoryFormat::Contiguous);
+}
+
 TORCH_LIBRARY_IMPL(aten, Meta, m) {
+  m.impl("multi_margin_loss_backward", multi_margin_loss_backward_meta);
+  m.impl("multilabel_margin_loss_backward", multilabel_margin_loss_backward_meta);
   m.impl("_cummax_helper", cummaxmin_helper_meta);
   m.impl("_cummin_helper", cummaxmin_helper_meta);
   m.impl("_logcumsumexp", logcumsumexp_meta);

@@ -47,6 +47,11 @@ tpr_status_t init_runtime() {
   o.cpu_device_count = n ? std::atoll(n) : 1;
   o.launch_blocking =
       env_flag("TORCH_TPU_LAUNCH_BLOCKING") || env_flag("TPU_LAUNCH_BLOCKING");
+  o.fused = env_flag("TORCH_TPU_DEFER_AND_FUSE") || env_flag("TPU_DEFER_AND_FUSE");
+  const char* max_ops = std::getenv("TORCH_TPU_FUSE_MAX_OPS");
+  o.fuse_max_ops = max_ops ? std::atoll(max_ops) : 0;
+  const char* max_nodes = std::getenv("TORCH_TPU_MEMORY_CACHE_MAX_NODES");
+  o.memory_cache_max_nodes = max_nodes ? std::atoll(max_nodes) : 0;
   std::string cache = cache_dir();
   o.cache_dir = cache.c_str();
   const char* max = std::getenv("TORCH_TPU_CACHE_MAX_BYTES");

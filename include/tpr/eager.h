@@ -38,8 +38,12 @@ typedef struct tpr_eager_options {
   size_t num_search_dirs;
   int64_t cpu_device_count;          // CPU plugin: virtual devices (0 = 1)
   bool launch_blocking;              // wait for every op, report errors there
+  bool fused;                        // start in fused eager mode
+  int64_t fuse_max_ops;              // fused graph size bound (0 = default)
   const char* cache_dir;             // persistent executable cache; NULL/"" off
   int64_t cache_max_bytes;           // its size bound (0 = 2 GiB)
+  int64_t memory_cache_max_nodes;    // in-memory executable cache bound, in
+                                     // graph nodes (0 = 4Mi)
 } tpr_eager_options_t;
 
 // Loads the plugin and creates the client, once. Later calls return the
@@ -154,15 +158,25 @@ typedef enum tpr_cut_cause {
   TPR_CUT_RESIZE,          // a storage the graph touches changed size
   TPR_CUT_EXPLICIT,        // tpr_eager_flush from the API (mark_step)
   TPR_CUT_OTHER,           // anything that reads storages directly
+  TPR_CUT_LOOP,            // a repeating op sequence reached the point where
+                           // the last size-limit cut happened, so loops
+                           // without a sync still reuse one graph
   TPR_CUT_COUNT_
 } tpr_cut_cause_t;
 
 const char* tpr_cut_cause_name(tpr_cut_cause_t cause);
 
-void tpr_eager_set_fused(bool on);  // cuts the pending graph when turning off
+// Turning fused mode off runs the pending graph (its status is returned).
+tpr_status_t tpr_eager_set_fused(bool on) TPR_MUST_USE_RESULT;
 bool tpr_eager_fused(void);
+// The graph is cut once it holds |n| ops (<= 0: the default, 1024).
+void tpr_eager_set_fuse_max_ops(int64_t n);
 // Compiles and runs the pending graph, if any; no-op in strict mode.
 tpr_status_t tpr_eager_flush(tpr_cut_cause_t cause) TPR_MUST_USE_RESULT;
+
+// Runs pending work, waits for it, and frees the in-memory executable cache
+// and the executor's scratch memory (they regrow on demand).
+tpr_status_t tpr_eager_trim(void) TPR_MUST_USE_RESULT;
 
 //===--- the persistent executable cache ---------------------------------===//
 //
@@ -191,10 +205,15 @@ const char* tpr_disk_cache_dir(void);
 //===--- counters ---------------------------------------------------------===//
 
 typedef struct tpr_eager_stats {
-  int64_t ops;             // tpr_eager_run calls that executed
+  int64_t ops;             // tpr_eager_run calls that executed or were fused
   int64_t cache_hits;      // executable found in memory
   int64_t cache_misses;    // not in memory: loaded from disk or compiled
   int64_t cached_executables;
+  int64_t cache_evictions;  // executables dropped to stay under the bound
+  int64_t fused_ops;       // ops appended to a pending graph in fused mode
+  int64_t fused_graphs;    // pending graphs run (one per cut)
+  int64_t cuts[TPR_CUT_COUNT_];  // cuts by cause
+  int64_t pending_ops;     // ops waiting in the pending graph now
 } tpr_eager_stats_t;
 
 void tpr_eager_get_stats(tpr_eager_stats_t* out);

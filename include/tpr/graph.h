@@ -61,6 +61,20 @@ void tpr_graph_free(tpr_graph_t* graph);
 // Empties the graph but keeps its memory, for reuse on the hot path.
 void tpr_graph_reset(tpr_graph_t* graph);
 
+// A point in a graph's construction to roll back to: an op that fails half
+// way through its rule leaves the graph as it was (fused eager keeps one
+// graph across many ops).
+typedef struct tpr_graph_mark {
+  int32_t nodes, values, operands, ints, params;
+  size_t data;
+} tpr_graph_mark_t;
+
+tpr_graph_mark_t tpr_graph_get_mark(const tpr_graph_t* graph);
+// Drops every node and parameter added after |mark| and clears the error.
+// Results must not have been added since.
+void tpr_graph_rollback(tpr_graph_t* graph, const tpr_graph_mark_t* mark);
+int32_t tpr_graph_num_nodes(const tpr_graph_t* graph);
+
 // The first error recorded by a builder, or OK. The returned status is a
 // fresh copy owned by the caller.
 tpr_status_t tpr_graph_status(const tpr_graph_t* graph) TPR_MUST_USE_RESULT;
@@ -378,6 +392,24 @@ tpr_value_t tpr_cholesky(tpr_graph_t* graph, tpr_value_t a, bool lower);
 tpr_value_t tpr_triangular_solve(tpr_graph_t* graph, tpr_value_t a,
                                  tpr_value_t b, bool left_side, bool lower,
                                  bool unit_diagonal, bool transpose_a);
+
+//===--- control flow (builders_while.c) ----------------------------------===//
+
+// Fills a region: |args| are its block arguments; it writes its results.
+typedef void (*tpr_region_fn_t)(tpr_graph_t* graph, void* user,
+                                const tpr_value_t* args, tpr_value_t* results);
+
+// stablehlo.while over |count| (1..TPR_WHILE_MAX) loop-carried values
+// starting at |init|: while cond(values) (one rank-0 bool result) holds,
+// values = body(values) (results of the argument types). Regions capture
+// nothing: they use only their arguments and nodes built inside them (loop
+// invariants travel as carried values); a builder given an outside value
+// inside a region, or a region value outside it, records an error.
+// out[i] gets the final value i. Regions may nest.
+#define TPR_WHILE_MAX 16
+void tpr_while(tpr_graph_t* graph, int count, const tpr_value_t* init,
+               tpr_region_fn_t cond, tpr_region_fn_t body, void* user,
+               tpr_value_t* out);
 
 //===--- views over flat storage ------------------------------------------===//
 //

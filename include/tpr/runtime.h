@@ -145,6 +145,8 @@ int64_t tpr_buffer_numel(const tpr_buffer_t* buffer);
 size_t tpr_buffer_byte_size(const tpr_buffer_t* buffer);  // numel * itemsize
 int tpr_buffer_device(const tpr_buffer_t* buffer);         // ordinal
 tpr_client_t* tpr_buffer_client(const tpr_buffer_t* buffer);
+// True once the buffer was donated to an execution (its contents are gone).
+bool tpr_buffer_is_donated(const tpr_buffer_t* buffer);
 
 //===--- executables ------------------------------------------------------===//
 

@@ -94,6 +94,10 @@ static tpr_status_t check_alive(const tpr_buffer_t* b) {
   return tpr_ok_status();
 }
 
+bool tpr_buffer_is_donated(const tpr_buffer_t* buffer) {
+  return buffer && atomic_load_explicit(&buffer->dead, memory_order_acquire);
+}
+
 tpr_status_t tpr_buffer_await(tpr_buffer_t* buffer) {
   if (!buffer) return TPR_ERR(INVALID_ARGUMENT, "buffer is NULL");
   TPR_RETURN_IF_ERROR(check_alive(buffer));

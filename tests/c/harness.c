@@ -9,6 +9,9 @@ static struct {
   tpr_test_fn_t fn;
 } tests[MAX_TESTS];
 static int num_tests;
+static int64_t live_before;  // allocation baseline of the running test
+
+void tpr_test_keep_allocations(void) { live_before = tpr_live_allocations(); }
 
 void tpr_test_register(const char* name, tpr_test_fn_t fn) {
   if (num_tests < MAX_TESTS) {
@@ -28,7 +31,7 @@ int main(int argc, char** argv) {
   int passed = 0, failed = 0;
   for (int i = 0; i < num_tests; i++) {
     if (filter && !strstr(tests[i].name, filter)) continue;
-    int64_t live_before = tpr_live_allocations();
+    live_before = tpr_live_allocations();
     int f = 0;
     tests[i].fn(&f);
     int64_t leaked = tpr_live_allocations() - live_before;

@@ -15,6 +15,10 @@ typedef void (*tpr_test_fn_t)(int* failed);
 void tpr_test_register(const char* name, tpr_test_fn_t fn);
 // Path of the PJRT plugin for tests, or NULL (tests needing it then fail).
 const char* tpr_test_plugin_path(void);
+// Takes the C allocations live now as the running test's baseline: for
+// tests that set up process-wide state (the eager context, its caches)
+// before the part whose leaks they check.
+void tpr_test_keep_allocations(void);
 
 #define TPR_TEST(name)                                              \
   static void name(int* tpr_failed_);                               \

@@ -32,3 +32,16 @@ def test_debug_mode_reports_at_the_op():
     with execution_mode("debug"):
         y = (torch.ones(4, device="tpu") * 2).sum()
         assert y.item() == 8.0
+
+
+@pytest.mark.parametrize("make", [
+    lambda: torch.linspace(0, 1 + 2j, 5, device="tpu"),
+    lambda: torch.logspace(0, 1j, 5, device="tpu", dtype=torch.complex64),
+    lambda: torch.logcumsumexp(torch.ones(3, 4, dtype=torch.complex64, device="tpu"), 0),
+])
+def test_complex_sequences_are_cleanly_unsupported(monkeypatch, make):
+    # Not lowered for complex: an UNIMPLEMENTED error naming op and dtype
+    # (NotImplementedError), never an internal error or a silent CPU run.
+    monkeypatch.setenv("TORCH_TPU_FALLBACK", "0")
+    with pytest.raises(NotImplementedError, match=r"aten::\w+.*c64.*not supported"):
+        make()

@@ -70,3 +70,77 @@ def test_grid_sample_zeros_ignores_inf_outside(tpu):
     got = F.grid_sample(x.to(tpu), grid.to(tpu), mode="bilinear", padding_mode="zeros",
                         align_corners=True).cpu()
     torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+
+
+NONFINITE = [[float("nan"), 0.2], [0.3, float("nan")], [float("nan"), float("nan")],
+             [float("inf"), 0.1], [float("-inf"), 0.1], [0.1, float("inf")],
+             [0.1, float("-inf")], [float("inf"), float("-inf")], [1e30, 0.5],
+             [-1e30, -0.5], [3e7, 0.2], [-7.3e9, 1e12]]
+
+
+@pytest.mark.parametrize("mode,pad", list(itertools.product(["bilinear", "nearest"], PADS)))
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_grid_sample_nonfinite_and_huge_coordinates(tpu, mode, pad, dtype):
+    # The CPU kernel clips NaN coordinates to 0 and reflects with
+    # trunc-and-subtract, so inf and huge values reflect to NaN and clip to 0
+    # too; these points must land on the same pixels (tolerance as above).
+    x = torch.arange(1, 1 + 2 * 3 * 4, dtype=dtype).view(1, 2, 3, 4)
+    grid = torch.tensor(NONFINITE, dtype=dtype).view(1, 1, len(NONFINITE), 2)
+    for align in (False, True):
+        want = F.grid_sample(x, grid, mode=mode, padding_mode=pad, align_corners=align)
+        got = F.grid_sample(x.to(tpu), grid.to(tpu), mode=mode, padding_mode=pad,
+                            align_corners=align).cpu()
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5, equal_nan=True)
+
+
+@pytest.mark.parametrize("mode,pad", list(itertools.product(["bilinear", "nearest"], PADS)))
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_grid_sample_3d(tpu, mode, pad, dtype):
+    # grid_sampler_3d follows PyTorch's scalar CPU kernel: NaN clips to the
+    # far edge, corners outside add nothing. Same formulas, so the tolerance
+    # of the 2-d tests. (Huge coordinates are left out: past INT_MAX
+    # reflections the CPU kernel's int cast is undefined behaviour, and in
+    # float32 reflecting values near 1e8 and beyond hangs on rounding.)
+    g = torch.Generator().manual_seed(5)
+    x = torch.randn(2, 3, 4, 5, 6, generator=g, dtype=dtype)
+    grid = (torch.rand(2, 3, 4, 5, 3, generator=g, dtype=dtype) * 2 - 1) * 1.7
+    special = torch.tensor(NONFINITE, dtype=dtype)
+    special[(special.abs() > 1e9) & special.isfinite()] = -4.5e4
+    grid[0, 0, :3, :4, :2] = special.view(3, 4, 2)
+    grid[1, 1, :3, :4, 1:] = special.view(3, 4, 2)
+    grid[0, 2, 0, 0] = torch.tensor([1.0, -1.0, 0.0], dtype=dtype)
+    for align in (False, True):
+        want = F.grid_sample(x, grid, mode=mode, padding_mode=pad, align_corners=align)
+        got = F.grid_sample(x.to(tpu), grid.to(tpu), mode=mode, padding_mode=pad,
+                            align_corners=align).cpu()
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5, equal_nan=True)
+
+
+@pytest.mark.parametrize("mode,pad", list(itertools.product(["bilinear", "nearest"], PADS)))
+@pytest.mark.parametrize("align", [False, True])
+def test_grid_sample_backward(tpu, mode, pad, align):
+    # grad_input (scatter-added tap shares) and grad_grid (weight derivatives
+    # with the padding's chain factor) against the CPU kernel; the grid
+    # reaches past the borders so clipping and reflection take part. Sums
+    # of a few products in another order: rtol 1e-4 / atol 1e-5.
+    x, grid = make(spread=2.3, seed=4)
+    up = torch.randn(2, 3, 4, 6, generator=torch.Generator().manual_seed(8))
+    res = []
+    for dev in ("cpu", tpu):
+        xd = x.detach().to(dev).requires_grad_()
+        gd = grid.detach().to(dev).requires_grad_()
+        y = F.grid_sample(xd, gd, mode=mode, padding_mode=pad, align_corners=align)
+        y.backward(up.to(dev))
+        res.append((xd.grad.cpu(), gd.grad.cpu()))
+    torch.testing.assert_close(res[1][0], res[0][0], rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(res[1][1], res[0][1], rtol=1e-4, atol=1e-5)
+
+
+def test_grid_sample_backward_grid_only(tpu):
+    # output_mask [False, True]: only grad_grid is computed.
+    x, grid = make(seed=6)
+    gd = grid.to(tpu).requires_grad_()
+    F.grid_sample(x.to(tpu), gd, align_corners=False).sum().backward()
+    gc = grid.clone().requires_grad_()
+    F.grid_sample(x, gc, align_corners=False).sum().backward()
+    torch.testing.assert_close(gd.grad.cpu(), gc.grad, rtol=1e-4, atol=1e-5)

@@ -48,8 +48,8 @@ def test_isolation_survives_crash_and_hang(tmp_path):
     worker = tmp_path / "w.py"
     worker.write_text(textwrap.dedent("""
         import json, os, sys, time
-        start, path = int(sys.argv[1]), sys.argv[2]
-        for i in range(start, 5):
+        start, end, path = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+        for i in range(start, end):
             with open(path, "a") as f:
                 f.write(json.dumps({"begin": i}) + "\\n")
             if i == 1:
@@ -60,11 +60,20 @@ def test_isolation_survives_crash_and_hang(tmp_path):
                 f.write(json.dumps({"done": i, "ok": True}) + "\\n")
     """))
     result = str(tmp_path / "r.jsonl")
-    done = _isolate.run(lambda s: [sys.executable, str(worker), str(s), result], 5, result,
-                        timeout=2, lost=lambda i, why: {"ok": False, "why": why})
-    by = {r["done"]: r for r in done}
-    assert sorted(by) == [0, 1, 2, 3, 4]
-    assert by[1]["ok"] is False and "crashed" in by[1]["why"]
-    assert by[3]["ok"] is False and by[3]["why"] == "hung"
-    assert all(by[i]["ok"] for i in (0, 2, 4))
-    assert os.path.exists(result)
+    starts = []
+
+    def command(start, end):
+        starts.append((start, end))
+        return [sys.executable, str(worker), str(start), str(end), result]
+
+    for chunk in (None, 2):
+        starts.clear()
+        done = _isolate.run(command, 5, result, timeout=2, chunk=chunk,
+                            lost=lambda i, why: {"ok": False, "why": why})
+        by = {r["done"]: r for r in done}
+        assert sorted(by) == [0, 1, 2, 3, 4]
+        assert by[1]["ok"] is False and "crashed" in by[1]["why"]
+        assert by[3]["ok"] is False and by[3]["why"] == "hung"
+        assert all(by[i]["ok"] for i in (0, 2, 4))
+        assert os.path.exists(result)
+    assert starts == [(0, 2), (2, 4), (4, 5)]  # a fresh worker per chunk, resuming after losses

@@ -14,6 +14,7 @@ def rss_bytes():
 
 
 def test_views_keep_storage_alive_until_last_dies():
+    gc.collect()  # garbage of earlier tests must not be freed mid-test
     torch.tpu.synchronize()
     base = torch.tpu.memory_allocated()
     x = torch.ones(512, 512, device="tpu")

@@ -142,6 +142,22 @@ def test_scan_gradients(op):
     grad_compare(op, rand(4, 6, low=0.5, high=2.0), tol=SCAN_TOL[torch.float32])
 
 
+def test_logcumsumexp_gradient_at_large_magnitude():
+    # The backward takes exp of differences of logcumsumexp values near
+    # -1e4, where one float32 ulp is 1e-3: the forward must round the same
+    # double-accumulated sums as the CPU for the gradient to agree.
+    x = rand(5, 5, 5, seed=3) * 8 - 10000
+    g = rand(5, 5, 5, seed=4) * 2 - 1
+    res = []
+    for dev in ("cpu", "tpu"):
+        xd = x.detach().to(dev).requires_grad_()
+        y = torch.logcumsumexp(xd, 0)
+        y.backward(g.to(dev))
+        res.append((y.detach().cpu(), xd.grad.cpu()))
+    torch.testing.assert_close(res[1][0], res[0][0], rtol=0, atol=0)
+    torch.testing.assert_close(res[1][1], res[0][1], **SCAN_TOL[torch.float32])
+
+
 # --- scatters ---------------------------------------------------------------------
 
 

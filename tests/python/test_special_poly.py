@@ -6,9 +6,9 @@ ops; in f32 the recurrence amplifies per-step rounding differences (fused
 ops, a different order in XLA) roughly linearly in the degree, so f32 is
 held to rtol 1e-4 with atol 1e-4 times the column's magnitude; f64 to 1e-9.
 
-Bound: the recurrence is unrolled to degree 128 (64 for Chebyshev, whose
-closed forms cover higher degrees); Hermite, Laguerre and Legendre give NaN
-above degree 128 (PyTorch's own limit for float32 Hermite)."""
+High degrees: Chebyshev switches to closed forms above 64; Hermite, Laguerre
+and Legendre run the recurrence in a loop to any degree, and Hermite gives NaN
+above PyTorch's own limit (128 for float32, 512 for float64)."""
 import pytest
 import torch
 
@@ -60,12 +60,18 @@ def test_chebyshev_high_degrees(name):
 
 
 @pytest.mark.parametrize("name", FNS[8:])
-def test_degree_bound(name):
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_high_degrees(name, dtype):
+    # Mixed degrees in one tensor, across PyTorch's Hermite limits; the f32
+    # Hermite values overflow to NaN on the CPU long before the limit.
     fn = getattr(torch.special, name)
-    x = torch.tensor([0.3, -0.4])
-    want = fn(x, 128)
-    close(fn(x.to("tpu"), 128).cpu(), want, torch.float32)
-    assert torch.isnan(fn(x.to("tpu"), 129).cpu()).all()
+    x = torch.tensor([-1.0, -0.4, 0.0, 0.3, 0.95, 1.0, 1.2], dtype=dtype)[:, None]
+    n = torch.tensor([3, 127, 128, 129, 200, 511, 512, 513, 700], dtype=dtype)[None, :]
+    want = fn(x, n)
+    assert torch.isfinite(want).any()
+    close(fn(x.to("tpu"), n.to("tpu")).cpu(), want, dtype)
+    # A scalar degree above every limit of the old unrolled lowering.
+    close(fn(x.to("tpu"), 300).cpu(), fn(x, 300), dtype)
 
 
 @pytest.mark.parametrize("name", ["chebyshev_polynomial_t", "legendre_polynomial_p"])

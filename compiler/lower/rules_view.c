@@ -1,0 +1,214 @@
+// View ops as values, for whole graphs (torch.compile). Functionalized
+// graphs keep view ops but give them value semantics: a view's result is a
+// new dense value computed from its dense input. Eager never reaches these
+// rules (views there alias their storage through explicit kernels and
+// PyTorch's composite ones), so they only serve compiled graphs.
+#include "compiler/lower/lower_internal.h"
+
+#define G (ctx->graph)
+#define OUT (&ctx->out_types[0])
+
+static tpr_status_t need_self(lw_ctx_t* ctx) {
+  if (!lw_is_tensor(ctx, 0))
+    return lw_fail(ctx, TPR_INVALID_ARGUMENT, "self must be a tensor");
+  return tpr_ok_status();
+}
+
+// permute(self, dims) / transpose.int(self, d0, d1) / t(self).
+static tpr_status_t transpose_with(lw_ctx_t* ctx, const int64_t* perm) {
+  return lw_ret(ctx, tpr_transpose(G, lw_value(ctx, 0), perm));
+}
+
+static tpr_status_t lower_permute(lw_ctx_t* ctx) {
+  TPR_RETURN_IF_ERROR(need_self(ctx));
+  const tpr_arg_t* a = lw_arg(ctx, 1);
+  int rank = lw_arg_type(ctx, 0)->rank;
+  if (a->kind != TPR_ARG_INT_LIST || a->count != rank)
+    return lw_fail(ctx, TPR_INVALID_ARGUMENT, "dims must list every dim");
+  int64_t perm[TPR_MAX_RANK];
+  for (int i = 0; i < rank; i++) {
+    perm[i] = lw_wrap_dim(a->ints[i], rank);
+    if (perm[i] < 0) return lw_fail(ctx, TPR_INVALID_ARGUMENT, "dim out of range");
+  }
+  return transpose_with(ctx, perm);
+}
+
+static tpr_status_t swap_dims(lw_ctx_t* ctx, int64_t d0, int64_t d1) {
+  int rank = lw_arg_type(ctx, 0)->rank;
+  int64_t perm[TPR_MAX_RANK];
+  for (int i = 0; i < rank; i++) perm[i] = i;
+  if (rank > 0) {
+    d0 = lw_wrap_dim(d0, rank);
+    d1 = lw_wrap_dim(d1, rank);
+    if (d0 < 0 || d1 < 0) return lw_fail(ctx, TPR_INVALID_ARGUMENT, "dim out of range");
+    perm[d0] = d1;
+    perm[d1] = d0;
+  }
+  return transpose_with(ctx, perm);
+}
+
+static tpr_status_t lower_transpose(lw_ctx_t* ctx) {
+  TPR_RETURN_IF_ERROR(need_self(ctx));
+  return swap_dims(ctx, lw_int(ctx, 1, 0), lw_int(ctx, 2, 1));
+}
+
+static tpr_status_t lower_t(lw_ctx_t* ctx) {
+  TPR_RETURN_IF_ERROR(need_self(ctx));
+  return swap_dims(ctx, 0, lw_arg_type(ctx, 0)->rank > 1 ? 1 : 0);
+}
+
+// expand(self, size, implicit): the out type has the expanded shape.
+static tpr_status_t lower_expand(lw_ctx_t* ctx) {
+  TPR_RETURN_IF_ERROR(need_self(ctx));
+  return lw_ret(ctx, tpr_broadcast_to(G, lw_value(ctx, 0), OUT->rank, OUT->dims));
+}
+
+// Elements [start, start + step * (len - 1)] of |dim|, len from |out|.
+static tpr_value_t slice_dim(lw_ctx_t* ctx, tpr_value_t v, int64_t dim,
+                             int64_t start, int64_t step, int64_t len) {
+  const tpr_type_t* t = lw_type(ctx, v);
+  int64_t lo[TPR_MAX_RANK], hi[TPR_MAX_RANK], st[TPR_MAX_RANK];
+  for (int i = 0; i < t->rank; i++) {
+    lo[i] = 0;
+    hi[i] = t->dims[i];
+    st[i] = 1;
+  }
+  lo[dim] = start;
+  hi[dim] = len > 0 ? start + step * (len - 1) + 1 : start;
+  st[dim] = step;
+  return tpr_slice(G, v, lo, hi, st);
+}
+
+// slice.Tensor(self, dim, start, end, step)
+static tpr_status_t lower_slice(lw_ctx_t* ctx) {
+  TPR_RETURN_IF_ERROR(need_self(ctx));
+  const tpr_type_t* t = lw_arg_type(ctx, 0);
+  int64_t dim = lw_wrap_dim(lw_int(ctx, 1, 0), t->rank);
+  int64_t step = lw_int(ctx, 4, 1);
+  if (dim < 0 || step < 1) return lw_fail(ctx, TPR_INVALID_ARGUMENT, "bad dim or step");
+  int64_t n = t->dims[dim];
+  int64_t start = lw_is_none(ctx, 2) ? 0 : lw_int(ctx, 2, 0);
+  if (start < 0) start += n;
+  start = start < 0 ? 0 : (start > n ? n : start);
+  return lw_ret(ctx, slice_dim(ctx, lw_value(ctx, 0), dim, start, step, OUT->dims[dim]));
+}
+
+// select.int(self, dim, index)
+static tpr_status_t lower_select(lw_ctx_t* ctx) {
+  TPR_RETURN_IF_ERROR(need_self(ctx));
+  const tpr_type_t* t = lw_arg_type(ctx, 0);
+  int64_t dim = lw_wrap_dim(lw_int(ctx, 1, 0), t->rank);
+  if (dim < 0) return lw_fail(ctx, TPR_INVALID_ARGUMENT, "dim out of range");
+  int64_t index = lw_int(ctx, 2, 0);
+  if (index < 0) index += t->dims[dim];
+  if (index < 0 || index >= t->dims[dim])
+    return lw_fail(ctx, TPR_OUT_OF_RANGE, "index %lld out of range", (long long)index);
+  return lw_ret(ctx, slice_dim(ctx, lw_value(ctx, 0), dim, index, 1, 1));
+}
+
+// split.Tensor / split_with_sizes / unbind.int: consecutive pieces along
+// |dim|, sizes from the out types (unbind: pieces of 1, dim removed).
+static tpr_status_t split_along(lw_ctx_t* ctx, int64_t dim_arg, bool unbind) {
+  TPR_RETURN_IF_ERROR(need_self(ctx));
+  const tpr_type_t* t = lw_arg_type(ctx, 0);
+  int64_t dim = lw_wrap_dim(dim_arg, t->rank);
+  if (dim < 0) return lw_fail(ctx, TPR_INVALID_ARGUMENT, "dim out of range");
+  int64_t start = 0;
+  for (int k = 0; k < ctx->num_outs; k++) {
+    int64_t len = unbind ? 1 : ctx->out_types[k].dims[dim];
+    lw_set(ctx, k, slice_dim(ctx, lw_value(ctx, 0), dim, start, 1, len));
+    start += len;
+  }
+  return lw_done(ctx);
+}
+
+static tpr_status_t lower_split(lw_ctx_t* ctx) {
+  return split_along(ctx, lw_int(ctx, 2, 0), false);
+}
+
+static tpr_status_t lower_unbind(lw_ctx_t* ctx) {
+  return split_along(ctx, lw_int(ctx, 1, 0), true);
+}
+
+// Row-major strides of |t|.
+static void dense_strides(const tpr_type_t* t, int64_t* strides) {
+  int64_t s = 1;
+  for (int i = t->rank - 1; i >= 0; i--) {
+    strides[i] = s;
+    s *= t->dims[i];
+  }
+}
+
+static tpr_value_t flat(lw_ctx_t* ctx, int i) {
+  int64_t n = tpr_type_numel(lw_arg_type(ctx, i));
+  return tpr_reshape(G, lw_value(ctx, i), 1, &n);
+}
+
+// as_strided(self, size, stride, storage_offset): a window of self's dense
+// row-major elements (self is a value here, so its storage is itself).
+static tpr_status_t lower_as_strided(lw_ctx_t* ctx) {
+  TPR_RETURN_IF_ERROR(need_self(ctx));
+  const tpr_arg_t* size = lw_arg(ctx, 1);
+  const tpr_arg_t* stride = lw_arg(ctx, 2);
+  if (size->kind != TPR_ARG_INT_LIST || stride->kind != TPR_ARG_INT_LIST ||
+      size->count != stride->count || size->count > TPR_MAX_RANK)
+    return lw_fail(ctx, TPR_INVALID_ARGUMENT, "size and stride must be int lists of one length");
+  int64_t offset = lw_is_none(ctx, 3) ? 0 : lw_int(ctx, 3, 0);
+  const tpr_type_t* t = lw_arg_type(ctx, 0);
+  return lw_ret(ctx, tpr_view_read(G, flat(ctx, 0), t->dtype, size->count, size->ints,
+                                   stride->ints, offset));
+}
+
+// diagonal(self, offset, dim1, dim2): the other dims in order, then the
+// diagonal, read as a strided window of the dense value.
+static tpr_status_t lower_diagonal(lw_ctx_t* ctx) {
+  TPR_RETURN_IF_ERROR(need_self(ctx));
+  const tpr_type_t* t = lw_arg_type(ctx, 0);
+  int64_t off = lw_int(ctx, 1, 0);
+  int64_t d1 = lw_wrap_dim(lw_int(ctx, 2, 0), t->rank);
+  int64_t d2 = lw_wrap_dim(lw_int(ctx, 3, 1), t->rank);
+  if (d1 < 0 || d2 < 0 || d1 == d2)
+    return lw_fail(ctx, TPR_INVALID_ARGUMENT, "bad diagonal dims");
+  int64_t st[TPR_MAX_RANK], sizes[TPR_MAX_RANK], strides[TPR_MAX_RANK];
+  dense_strides(t, st);
+  int r = 0;
+  for (int i = 0; i < t->rank; i++) {
+    if (i == d1 || i == d2) continue;
+    sizes[r] = t->dims[i];
+    strides[r++] = st[i];
+  }
+  int64_t start = off >= 0 ? off * st[d2] : -off * st[d1];
+  sizes[r] = OUT->dims[OUT->rank - 1];
+  strides[r++] = st[d1] + st[d2];
+  if (sizes[r - 1] == 0) start = 0;
+  return lw_ret(ctx, tpr_view_read(G, flat(ctx, 0), t->dtype, r, sizes, strides, start));
+}
+
+LW_DEFINE_TABLE(
+    view,
+    LW_RULE("view", lw_rule_identity),
+    LW_RULE("_reshape_alias", lw_rule_identity),
+    LW_RULE("alias", lw_rule_identity),
+    LW_RULE("detach", lw_rule_identity),
+    LW_RULE("unsqueeze", lw_rule_identity),
+    LW_RULE("squeeze", lw_rule_identity),
+    LW_RULE("squeeze.dim", lw_rule_identity),
+    LW_RULE("squeeze.dims", lw_rule_identity),
+    LW_RULE("permute", lower_permute),
+    LW_RULE("transpose.int", lower_transpose),
+    LW_RULE("t", lower_t),
+    LW_RULE("expand", lower_expand),
+    LW_RULE("slice.Tensor", lower_slice),
+    LW_RULE("select.int", lower_select),
+    LW_RULE("split.Tensor", lower_split),
+    LW_RULE("split_with_sizes", lower_split),
+    LW_RULE("unbind.int", lower_unbind),
+    LW_RULE("as_strided", lower_as_strided),
+    LW_RULE("diagonal", lower_diagonal),
+    // Functional graphs allocate with empty and then overwrite it; zeros
+    // stand for the unspecified contents.
+    LW_RULE("empty.memory_format", lw_rule_zero),
+    LW_RULE("empty_strided", lw_rule_zero),
+    LW_RULE("new_empty", lw_rule_zero),
+    LW_RULE("new_empty_strided", lw_rule_zero),
+    LW_RULE("empty_like", lw_rule_zero));

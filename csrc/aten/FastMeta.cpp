@@ -1,0 +1,150 @@
+#include "aten/FastMeta.h"
+
+#include <ATen/ops/_log_softmax_backward_data_meta_dispatch.h>
+#include <ATen/ops/_log_softmax_meta_dispatch.h>
+#include <ATen/ops/_softmax_backward_data_meta_dispatch.h>
+#include <ATen/ops/_softmax_meta_dispatch.h>
+#include <ATen/ops/add_meta_dispatch.h>
+#include <ATen/ops/addmm_meta_dispatch.h>
+#include <ATen/ops/baddbmm_meta_dispatch.h>
+#include <ATen/ops/bmm_meta_dispatch.h>
+#include <ATen/ops/cat_meta_dispatch.h>
+#include <ATen/ops/div_meta_dispatch.h>
+#include <ATen/ops/exp_meta_dispatch.h>
+#include <ATen/ops/gelu_backward_meta_dispatch.h>
+#include <ATen/ops/gelu_meta_dispatch.h>
+#include <ATen/ops/mean_meta_dispatch.h>
+#include <ATen/ops/mm_meta_dispatch.h>
+#include <ATen/ops/mul_meta_dispatch.h>
+#include <ATen/ops/neg_meta_dispatch.h>
+#include <ATen/ops/nll_loss_backward_meta_dispatch.h>
+#include <ATen/ops/nll_loss_forward_meta_dispatch.h>
+#include <ATen/ops/pow_meta_dispatch.h>
+#include <ATen/ops/rsqrt_meta_dispatch.h>
+#include <ATen/ops/sigmoid_meta_dispatch.h>
+#include <ATen/ops/silu_backward_meta_dispatch.h>
+#include <ATen/ops/silu_meta_dispatch.h>
+#include <ATen/ops/sub_meta_dispatch.h>
+#include <ATen/ops/sum_meta_dispatch.h>
+#include <ATen/ops/tanh_meta_dispatch.h>
+#include <ATen/ops/threshold_backward_meta_dispatch.h>
+#include <ATen/ops/tril_meta_dispatch.h>
+#include <ATen/ops/triu_meta_dispatch.h>
+
+#include <functional>
+#include <string>
+#include <unordered_map>
+
+namespace torch_tpu {
+namespace {
+
+using Stack = torch::jit::Stack;
+using Fn = std::function<Stack(Stack&)>;
+
+const at::Tensor& T(const Stack& a, size_t i) { return a[i].toTensor(); }
+// An out argument: resized in place by the meta function.
+at::Tensor& M(Stack& a, size_t i) { return const_cast<at::Tensor&>(a[i].toTensor()); }
+// An int[]? argument, viewed over |keep| (which must outlive the view).
+at::OptionalIntArrayRef Dims(const Stack& a, size_t i, std::vector<int64_t>& keep) {
+  if (a[i].isNone()) return std::nullopt;
+  keep = a[i].toIntVector();
+  return at::OptionalIntArrayRef(keep);
+}
+std::optional<at::Tensor> OptT(const Stack& a, size_t i) {
+  return a[i].isNone() ? std::nullopt : std::optional<at::Tensor>(a[i].toTensor());
+}
+
+// Out= overloads: PyTorch runs a structured op's functional form on a
+// backend through its out= overload, so these are the forms that reach us.
+// The meta functions resize the out twins in place; they are the returns.
+#define OUT1(name, call) \
+  {name, [](Stack& a) -> Stack { return {call}; }}
+
+std::unordered_map<std::string, Fn> make_table() {
+  return {
+      OUT1("aten::add.out", at::meta::add_outf(T(a, 0), T(a, 1), a[2].toScalar(), M(a, 3))),
+      OUT1("aten::sub.out", at::meta::sub_outf(T(a, 0), T(a, 1), a[2].toScalar(), M(a, 3))),
+      OUT1("aten::mul.out", at::meta::mul_outf(T(a, 0), T(a, 1), M(a, 2))),
+      OUT1("aten::div.out", at::meta::div_outf(T(a, 0), T(a, 1), M(a, 2))),
+      OUT1("aten::pow.Tensor_Scalar_out", at::meta::pow_outf(T(a, 0), a[1].toScalar(), M(a, 2))),
+      OUT1("aten::neg.out", at::meta::neg_outf(T(a, 0), M(a, 1))),
+      OUT1("aten::exp.out", at::meta::exp_outf(T(a, 0), M(a, 1))),
+      OUT1("aten::rsqrt.out", at::meta::rsqrt_outf(T(a, 0), M(a, 1))),
+      OUT1("aten::tanh.out", at::meta::tanh_outf(T(a, 0), M(a, 1))),
+      OUT1("aten::sigmoid.out", at::meta::sigmoid_outf(T(a, 0), M(a, 1))),
+      OUT1("aten::silu.out", at::meta::silu_outf(T(a, 0), M(a, 1))),
+      OUT1("aten::silu_backward.grad_input", at::meta::silu_backward_outf(T(a, 0), T(a, 1), M(a, 2))),
+      OUT1("aten::gelu.out", at::meta::gelu_outf(T(a, 0), a[1].toStringRef(), M(a, 2))),
+      OUT1("aten::gelu_backward.grad_input",
+           at::meta::gelu_backward_outf(T(a, 0), T(a, 1), a[2].toStringRef(), M(a, 3))),
+      OUT1("aten::threshold_backward.grad_input",
+           at::meta::threshold_backward_outf(T(a, 0), T(a, 1), a[2].toScalar(), M(a, 3))),
+      OUT1("aten::addmm.out", at::meta::addmm_outf(T(a, 0), T(a, 1), T(a, 2), a[3].toScalar(),
+                                                   a[4].toScalar(), M(a, 5))),
+      OUT1("aten::mm.out", at::meta::mm_outf(T(a, 0), T(a, 1), M(a, 2))),
+      OUT1("aten::bmm.out", at::meta::bmm_outf(T(a, 0), T(a, 1), M(a, 2))),
+      OUT1("aten::baddbmm.out", at::meta::baddbmm_outf(T(a, 0), T(a, 1), T(a, 2), a[3].toScalar(),
+                                                       a[4].toScalar(), M(a, 5))),
+      OUT1("aten::_softmax.out", at::meta::_softmax_outf(T(a, 0), a[1].toInt(), a[2].toBool(), M(a, 3))),
+      OUT1("aten::_log_softmax.out",
+           at::meta::_log_softmax_outf(T(a, 0), a[1].toInt(), a[2].toBool(), M(a, 3))),
+      OUT1("aten::_softmax_backward_data.out",
+           at::meta::_softmax_backward_data_outf(T(a, 0), T(a, 1), a[2].toInt(), a[3].toScalarType(),
+                                                 M(a, 4))),
+      OUT1("aten::_log_softmax_backward_data.out",
+           at::meta::_log_softmax_backward_data_outf(T(a, 0), T(a, 1), a[2].toInt(),
+                                                     a[3].toScalarType(), M(a, 4))),
+      {"aten::sum.IntList_out", [](Stack& a) -> Stack {
+         std::vector<int64_t> keep;
+         return {at::meta::sum_outf(T(a, 0), Dims(a, 1, keep), a[2].toBool(),
+                                    a[3].toOptional<at::ScalarType>(), M(a, 4))};
+       }},
+      {"aten::mean.out", [](Stack& a) -> Stack {
+         std::vector<int64_t> keep;
+         return {at::meta::mean_outf(T(a, 0), Dims(a, 1, keep), a[2].toBool(),
+                                     a[3].toOptional<at::ScalarType>(), M(a, 4))};
+       }},
+      OUT1("aten::cat.out", at::meta::cat_outf(a[0].toTensorVector(), a[1].toInt(), M(a, 2))),
+      OUT1("aten::tril.out", at::meta::tril_outf(T(a, 0), a[1].toInt(), M(a, 2))),
+      OUT1("aten::triu.out", at::meta::triu_outf(T(a, 0), a[1].toInt(), M(a, 2))),
+      OUT1("aten::nll_loss_backward.grad_input",
+           at::meta::nll_loss_backward_outf(T(a, 0), T(a, 1), T(a, 2), OptT(a, 3), a[4].toInt(),
+                                            a[5].toInt(), T(a, 6), M(a, 7))),
+      {"aten::nll_loss_forward.output", [](Stack& a) -> Stack {
+         auto r = at::meta::nll_loss_forward_outf(T(a, 0), T(a, 1), OptT(a, 2), a[3].toInt(),
+                                                  a[4].toInt(), M(a, 5), M(a, 6));
+         return {std::get<0>(r), std::get<1>(r)};
+       }},
+      // In-place fills keep self's metadata; the mask must broadcast to self
+      // (otherwise PyTorch's meta kernel raises its error).
+      {"aten::zero_", [](Stack& a) -> Stack { return {a[0]}; }},
+      {"aten::fill_.Scalar", [](Stack& a) -> Stack { return {a[0]}; }},
+      {"aten::masked_fill_.Scalar", [](Stack& a) -> Stack {
+         const auto& self = T(a, 0);
+         const auto& mask = T(a, 1);
+         if (mask.scalar_type() != at::kBool || mask.dim() > self.dim()) return {};
+         for (int64_t i = 1; i <= mask.dim(); i++) {
+           int64_t m = mask.size(-i), s = self.size(-i);
+           if (m != s && m != 1) return {};
+         }
+         return {a[0]};
+       }},
+  };
+}
+#undef OUT1
+
+}  // namespace
+
+std::optional<Stack> fast_meta(const c10::FunctionSchema& schema, Stack& meta_args) {
+  static const std::unordered_map<std::string, Fn> t = make_table();
+  static thread_local std::string name;
+  name = schema.name();
+  if (!schema.overload_name().empty()) name += "." + schema.overload_name();
+  auto it = t.find(name);
+  if (it == t.end() || meta_args.size() != schema.arguments().size()) return std::nullopt;
+  Stack r = it->second(meta_args);
+  if (r.empty()) return std::nullopt;  // declined: PyTorch's meta decides
+  return r;
+}
+
+}  // namespace torch_tpu

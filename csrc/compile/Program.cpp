@@ -1,0 +1,259 @@
+// torch_tpu._C.Program: the compiled-graph builder behind the "tpu"
+// torch.compile backend. Python walks the FX graph; each call_function node
+// comes here with its arguments in schema order (tensors as stand-ins mapped
+// to graph values), is converted exactly as eager converts a dispatcher call
+// (ArgConvert), and lowered by the same C rule table into one program.
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <torch/csrc/jit/python/pybind_utils.h>
+#include <torch/extension.h>
+
+#include <algorithm>
+#include <cstring>
+#include <deque>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "aten/ArgConvert.h"
+#include "aten/TensorRef.h"
+#include "compile/Program.h"
+#include "core/TpuStatus.h"
+
+extern "C" {
+#include "tpr/program.h"
+}
+
+namespace py = pybind11;
+
+namespace torch_tpu {
+namespace {
+
+using TypeSpec = std::pair<c10::ScalarType, std::vector<int64_t>>;
+
+tpr_type_t make_type(const TypeSpec& t, const char* what) {
+  TORCH_CHECK(t.second.size() <= TPR_MAX_RANK, what, ": tensors of rank ",
+              t.second.size(), " are not supported on tpu (max ", TPR_MAX_RANK, ")");
+  return tpr_type_make(checked_dtype(t.first, what), static_cast<int>(t.second.size()),
+                       t.second.data());
+}
+
+// Compiled graphs: tensors are graph values; constants (CPU tensors, Python
+// numbers for Scalar arguments) become graph constants.
+class GraphSink : public TensorArgSink {
+ public:
+  GraphSink(tpr_graph_t* g, const std::unordered_map<const void*, tpr_value_t>& ids,
+            const char* op)
+      : g_(g), ids_(ids), op_(op) {}
+
+  void tensor(const at::Tensor& t, tpr_eager_arg_t& out) override {
+    out.arg.value = value_of(t);
+  }
+
+  void tensor_list(const std::vector<std::optional<at::Tensor>>& ts,
+                   tpr_eager_arg_t& out) override {
+    std::vector<tpr_value_t> vs;
+    for (const auto& t : ts) vs.push_back(t ? value_of(*t) : TPR_VALUE_NONE);
+    finish_list(std::move(vs), out);
+  }
+
+  void scalar_list(const std::vector<double>& values, bool all_int,
+                   tpr_eager_arg_t& out) override {
+    std::vector<tpr_value_t> vs;
+    for (double v : values)
+      vs.push_back(all_int ? tpr_constant_i64(g_, TPR_DTYPE_S64, static_cast<int64_t>(v))
+                           : tpr_constant_f64(g_, TPR_DTYPE_F64, v));
+    finish_list(std::move(vs), out);
+  }
+
+  tpr_value_t scalar(const tpr_eager_arg_t& a) {
+    switch (a.scalar_dtype) {
+      case TPR_DTYPE_F64: return tpr_constant_f64(g_, TPR_DTYPE_F64, a.scalar.d);
+      case TPR_DTYPE_BOOL: return tpr_constant_i64(g_, TPR_DTYPE_BOOL, a.scalar.b);
+      case TPR_DTYPE_C128:
+        return tpr_constant_dense(g_, tpr_type_scalar(TPR_DTYPE_C128), a.scalar.c);
+      default: return tpr_constant_i64(g_, TPR_DTYPE_S64, a.scalar.i);
+    }
+  }
+
+ private:
+  tpr_value_t value_of(const at::Tensor& t) {
+    auto it = ids_.find(t.unsafeGetTensorImpl());
+    if (it != ids_.end()) return it->second;
+    TORCH_CHECK(t.device().is_cpu(), op_, ": a constant tensor on ", t.device(),
+                " cannot be embedded in a compiled graph");
+    at::Tensor c = t.contiguous();
+    tpr_type_t type = tensor_type(c, op_);
+    return tpr_constant_dense(g_, type, c.data_ptr());
+  }
+
+  void finish_list(std::vector<tpr_value_t> vs, tpr_eager_arg_t& out) {
+    lists_.push_back(std::move(vs));
+    out.arg.values = lists_.back().data();
+    out.arg.count = static_cast<int32_t>(lists_.back().size());
+  }
+
+  tpr_graph_t* g_;
+  const std::unordered_map<const void*, tpr_value_t>& ids_;
+  const char* op_;
+  std::deque<std::vector<tpr_value_t>> lists_;
+};
+
+class Program {
+ public:
+  explicit Program(const std::vector<TypeSpec>& inputs) {
+    std::vector<tpr_type_t> types;
+    for (const auto& t : inputs) types.push_back(make_type(t, "torch.compile input"));
+    inputs_.resize(types.size());
+    check(tpr_program_create(types.data(), static_cast<int>(types.size()), &p_,
+                             inputs_.data()));
+  }
+  ~Program() { tpr_program_free(p_); }
+  Program(const Program&) = delete;
+  Program& operator=(const Program&) = delete;
+
+  std::vector<int> inputs() const { return {inputs_.begin(), inputs_.end()}; }
+
+  // Lowers one node: |args| in schema order (defaults filled in), tensors
+  // given as stand-in tensors listed with their graph values in |tensors|.
+  // Returns the result values (lower.h's order).
+  std::vector<int> lower(const std::string& name, const std::string& overload,
+                         py::sequence args, py::sequence tensors,
+                         const std::vector<TypeSpec>& out_specs) {
+    const std::string full = overload.empty() || overload == "default"
+                                 ? name : name + "." + overload;
+    auto op = c10::Dispatcher::singleton().findSchemaOrThrow(
+        name.c_str(), overload == "default" ? "" : overload.c_str());
+    const auto& schema = op.schema();
+    TORCH_CHECK(args.size() == schema.arguments().size(), full, ": expected ",
+                schema.arguments().size(), " arguments, got ", args.size());
+    std::unordered_map<const void*, tpr_value_t> ids;
+    for (auto item : tensors) {
+      auto pair = item.cast<std::pair<at::Tensor, int>>();
+      ids[pair.first.unsafeGetTensorImpl()] = pair.second;
+    }
+    tpr_graph_t* g = tpr_program_graph(p_);
+    ArgStore store;
+    GraphSink sink(g, ids, full.c_str());
+    bool random = draws_from_default_generator(full);
+    std::vector<tpr_eager_arg_t> eargs(args.size());
+    std::vector<tpr_arg_t> cargs(args.size());
+    for (size_t i = 0; i < args.size(); i++) {
+      const auto& sa = schema.arguments()[i];
+      c10::IValue v = torch::jit::toIValue(args[i], sa.real_type());
+      tpr_eager_arg_t& ea = eargs[i];
+      std::memset(&ea, 0, sizeof ea);
+      convert_arg(store, sink, sa, v, full.c_str(), ea, random);
+      if (ea.arg.kind == TPR_ARG_TENSOR && ea.arg.is_scalar) ea.arg.value = sink.scalar(ea);
+      cargs[i] = ea.arg;
+    }
+    TORCH_CHECK_NOT_IMPLEMENTED(
+        !random, full, " draws random numbers, which compiled tpu graphs do not "
+        "support yet (run it outside torch.compile, or in eval mode)");
+    std::vector<tpr_type_t> out_types;
+    for (const auto& t : out_specs) out_types.push_back(make_type(t, full.c_str()));
+    std::vector<tpr_value_t> outs(out_types.size(), TPR_VALUE_NONE);
+    tpr_lower_ctx_t ctx = {g, full.c_str(), cargs.data(), static_cast<int32_t>(cargs.size()),
+                           out_types.data(), static_cast<int32_t>(out_types.size()),
+                           outs.data()};
+    check(tpr_lower(&ctx));
+    return {outs.begin(), outs.end()};
+  }
+
+  // Converts |v| to |dtype| and broadcasts it to |shape| (copy_ epilogues).
+  int convert(int v, c10::ScalarType dtype, std::vector<int64_t> shape) {
+    tpr_graph_t* g = tpr_program_graph(p_);
+    tpr_value_t c = tpr_convert(g, v, checked_dtype(dtype, "copy_"));
+    tpr_value_t r = tpr_broadcast_to(g, c, static_cast<int>(shape.size()), shape.data());
+    check(tpr_graph_status(g));
+    return r;
+  }
+
+  // A fresh output of |dtype| (mutates < 0), or the new value of input
+  // |mutates|.
+  void add_output(int value, int mutates, c10::ScalarType dtype) {
+    check(tpr_program_add_output(p_, value, mutates));
+    if (mutates >= 0) {
+      mutated_.push_back(mutates);
+      return;
+    }
+    const tpr_type_t* t = tpr_program_output_type(p_, tpr_program_num_outputs(p_) - 1);
+    out_dtypes_.push_back(dtype);
+    out_shapes_.emplace_back(t->dims, t->dims + t->rank);
+  }
+
+  bool compile(const std::string& name) {
+    bool compiled = false;
+    {
+      py::gil_scoped_release nogil;
+      check(tpr_program_compile(p_, name.c_str(), &compiled));
+    }
+    return compiled;
+  }
+
+  // Runs on |inputs| (tensors of the input types); returns the fresh
+  // outputs as new tensors. Mutated inputs are updated in place.
+  std::vector<at::Tensor> run(const std::vector<at::Tensor>& inputs) {
+    TORCH_CHECK(inputs.size() == inputs_.size(), "compiled graph: expected ",
+                inputs_.size(), " inputs, got ", inputs.size());
+    c10::Device device(c10::DeviceType::PrivateUse1, current_device());
+    for (const auto& t : inputs)
+      if (t.device().type() == c10::DeviceType::PrivateUse1) {
+        device = t.device();
+        break;
+      }
+    std::vector<at::Tensor> args(inputs);
+    std::vector<tpr_storage_t*> in_storages;
+    for (size_t i = 0; i < args.size(); i++) {
+      at::Tensor& t = args[i];
+      if (t.device() != device) t = t.to(device);
+      tpr_tensor_ref_t r = tensor_ref(t, "compiled graph input");
+      if (!tpr_program_input_ok(p_, static_cast<int>(i), &r)) {
+        // A view, a window of a larger storage or a never-written storage:
+        // pass a dense copy (made through eager).
+        at::Tensor dense = at::empty(t.sizes(), t.options().device(device));
+        dense.copy_(t);
+        t = dense;
+        r = tensor_ref(t, "compiled graph input");
+      }
+      in_storages.push_back(r.storage);
+    }
+    std::vector<at::Tensor> outs;
+    std::vector<tpr_storage_t*> out_storages;
+    for (size_t k = 0; k < out_dtypes_.size(); k++) {
+      const auto& shape = out_shapes_[k];
+      at::Tensor o = at::empty(shape, at::TensorOptions().dtype(out_dtypes_[k]).device(device));
+      out_storages.push_back(tensor_ref(o, "compiled graph output").storage);
+      outs.push_back(o);
+    }
+    {
+      py::gil_scoped_release nogil;
+      check(tpr_program_run(p_, device.index(), in_storages.data(), out_storages.data()));
+    }
+    // Inputs passed as copies got their new values in the copy.
+    for (int i : mutated_)
+      if (!args[i].is_same(inputs[i])) inputs[i].copy_(args[i]);
+    return outs;
+  }
+
+ private:
+  tpr_program_t* p_ = nullptr;
+  std::vector<tpr_value_t> inputs_;
+  std::vector<int> mutated_;                  // input of each mutation output
+  std::vector<c10::ScalarType> out_dtypes_;   // of each fresh output
+  std::vector<std::vector<int64_t>> out_shapes_;
+};
+
+}  // namespace
+
+void init_program_bindings(py::module& m) {
+  py::class_<Program>(m, "Program")
+      .def(py::init<const std::vector<TypeSpec>&>())
+      .def("inputs", &Program::inputs)
+      .def("lower", &Program::lower)
+      .def("convert", &Program::convert)
+      .def("add_output", &Program::add_output)
+      .def("compile", &Program::compile)
+      .def("run", &Program::run);
+}
+
+}  // namespace torch_tpu

@@ -1,0 +1,251 @@
+// Whole-graph programs (torch.compile): one graph built by the caller on
+// dense inputs, compiled through the eager executor's caches, run on
+// storages with in-place updates of mutated inputs by donation.
+#include <stdlib.h>
+#include <string.h>
+
+#include "eager/internal.h"
+#include "tpr/program.h"
+
+typedef struct output {
+  tpr_value_t value;
+  int mutates;  // input index, or -1 for a fresh output
+  tpr_type_t type;
+} output_t;
+
+struct tpr_program {
+  tpr_graph_t* graph;
+  int num_inputs;
+  tpr_type_t* input_types;
+  output_t* outputs;
+  int num_outputs, cap_outputs;
+  tpr_executable_t* exe;  // retained; NULL until compiled
+};
+
+static tpr_program_stats_t stats;  // guarded by the executor lock
+
+tpr_status_t tpr_program_create(const tpr_type_t* input_types, int num_inputs,
+                                tpr_program_t** out_program,
+                                tpr_value_t* out_inputs) {
+  *out_program = NULL;
+  if (num_inputs < 0 || (num_inputs && (!input_types || !out_inputs)))
+    return TPR_ERR(INVALID_ARGUMENT, "bad program inputs");
+  tpr_program_t* p = tpr_calloc(1, sizeof *p);
+  if (!p) return TPR_ERR(RESOURCE_EXHAUSTED, "out of host memory");
+  tpr_status_t s = tpr_graph_create(&p->graph);
+  if (tpr_status_is_ok(s) && num_inputs) {
+    p->input_types = tpr_malloc((size_t)num_inputs * sizeof *p->input_types);
+    if (!p->input_types) s = TPR_ERR(RESOURCE_EXHAUSTED, "out of host memory");
+  }
+  if (!tpr_status_is_ok(s)) {
+    tpr_program_free(p);
+    return s;
+  }
+  p->num_inputs = num_inputs;
+  for (int i = 0; i < num_inputs; i++) {
+    const tpr_type_t* t = &input_types[i];
+    if (!tpr_dtype_size(t->dtype) || t->rank < 0 || t->rank > TPR_MAX_RANK) {
+      tpr_program_free(p);
+      return TPR_ERR(INVALID_ARGUMENT, "program input %d has an unsupported type", i);
+    }
+    p->input_types[i] = *t;
+    // The storage's rank-1 buffer, reshaped to the tensor.
+    int64_t n = tpr_type_numel(t);
+    tpr_value_t flat = tpr_parameter(p->graph, tpr_type_make(t->dtype, 1, &n));
+    out_inputs[i] = tpr_reshape(p->graph, flat, t->rank, t->dims);
+  }
+  *out_program = p;
+  return tpr_graph_status(p->graph);
+}
+
+void tpr_program_free(tpr_program_t* p) {
+  if (!p) return;
+  tpr_graph_free(p->graph);
+  tpr_executable_release(p->exe);
+  tpr_free(p->input_types);
+  tpr_free(p->outputs);
+  tpr_free(p);
+}
+
+tpr_graph_t* tpr_program_graph(tpr_program_t* p) { return p->graph; }
+int tpr_program_num_outputs(const tpr_program_t* p) { return p->num_outputs; }
+
+const tpr_type_t* tpr_program_output_type(const tpr_program_t* p, int index) {
+  return &p->outputs[index].type;
+}
+
+tpr_status_t tpr_program_add_output(tpr_program_t* p, tpr_value_t v,
+                                    int mutates) {
+  if (p->exe) return TPR_ERR(FAILED_PRECONDITION, "the program is already compiled");
+  TPR_RETURN_IF_ERROR(tpr_graph_status(p->graph));
+  const tpr_type_t* t = tpr_value_type(p->graph, v);
+  if (t->dtype == TPR_DTYPE_INVALID)
+    return TPR_ERR(INVALID_ARGUMENT, "program output %d is not a value", p->num_outputs);
+  if (mutates >= p->num_inputs)
+    return TPR_ERR(INVALID_ARGUMENT, "output mutates input %d of %d", mutates,
+                   p->num_inputs);
+  if (mutates >= 0 && !tpr_type_equal(t, &p->input_types[mutates])) {
+    char a[96], b[96];
+    return TPR_ERR(INVALID_ARGUMENT, "the new value of input %d is %s, the input is %s",
+                   mutates, tpr_type_format(t, a, sizeof a),
+                   tpr_type_format(&p->input_types[mutates], b, sizeof b));
+  }
+  if (p->num_outputs == p->cap_outputs) {
+    int nc = p->cap_outputs ? 2 * p->cap_outputs : 8;
+    output_t* o = tpr_realloc(p->outputs, (size_t)nc * sizeof *o);
+    if (!o) return TPR_ERR(RESOURCE_EXHAUSTED, "out of host memory");
+    p->outputs = o;
+    p->cap_outputs = nc;
+  }
+  output_t* o = &p->outputs[p->num_outputs++];
+  o->value = v;
+  o->mutates = mutates;
+  o->type = *t;
+  return tpr_ok_status();
+}
+
+tpr_status_t tpr_program_compile(tpr_program_t* p, const char* name,
+                                 bool* out_compiled) {
+  if (out_compiled) *out_compiled = false;
+  if (p->exe) return tpr_ok_status();
+  if (!tpr_eager_client())
+    return TPR_ERR(FAILED_PRECONDITION, "the tpu runtime is not initialized");
+  // Results are flat like the storages that receive them; a mutated input's
+  // result may reuse its parameter's buffer (donation).
+  bool* aliased = tpr_calloc((size_t)p->num_inputs + 1, sizeof *aliased);
+  if (!aliased) return TPR_ERR(RESOURCE_EXHAUSTED, "out of host memory");
+  for (int i = 0; i < p->num_outputs; i++) {
+    output_t* o = &p->outputs[i];
+    int64_t n = tpr_type_numel(&o->type);
+    int r = tpr_graph_add_result(p->graph, tpr_reshape(p->graph, o->value, 1, &n));
+    // Two new values for one input cannot both take its buffer.
+    if (o->mutates >= 0 && !aliased[o->mutates]) {
+      tpr_graph_alias(p->graph, o->mutates, r);
+      aliased[o->mutates] = true;
+    }
+  }
+  tpr_free(aliased);
+  TPR_RETURN_IF_ERROR(tpr_graph_status(p->graph));
+  tpr_eager_lock();
+  tpr_runtime_stats_t before, after;
+  tpr_runtime_get_stats(&before);
+  tpr_executable_t* exe = NULL;
+  tpr_status_t s = tpr_eager_get_executable_locked(p->graph, name, &exe);
+  tpr_runtime_get_stats(&after);
+  bool compiled = after.compiles != before.compiles;
+  if (tpr_status_is_ok(s)) {
+    p->exe = tpr_executable_retain(exe);
+    if (compiled)
+      stats.programs_compiled++;
+    else
+      stats.programs_cached++;
+  }
+  tpr_eager_unlock();
+  if (out_compiled) *out_compiled = compiled;
+  if (!tpr_status_is_ok(s)) s = tpr_status_annotate(s, "compiling %s", name);
+  return s;
+}
+
+// Lock held (the buffer may be swapped concurrently otherwise).
+static bool storage_is_input(const tpr_type_t* t, const tpr_storage_t* s) {
+  tpr_buffer_t* b = s ? s->buffer : NULL;
+  int64_t n = tpr_type_numel(t);
+  return b && tpr_buffer_dtype(b) == t->dtype && tpr_buffer_rank(b) == 1 &&
+         tpr_buffer_numel(b) == n &&
+         s->nbytes == (size_t)n * tpr_dtype_size(t->dtype);
+}
+
+bool tpr_program_input_ok(const tpr_program_t* p, int index,
+                          const tpr_tensor_ref_t* ref) {
+  if (index < 0 || index >= p->num_inputs || !ref->storage) return false;
+  const tpr_type_t* t = &p->input_types[index];
+  if (ref->dtype != t->dtype || ref->rank != t->rank || ref->offset != 0)
+    return false;
+  // The input's sizes, laid out row-major.
+  int64_t dense = 1;
+  for (int i = t->rank - 1; i >= 0; dense *= t->dims[i--])
+    if (ref->sizes[i] != t->dims[i] || (t->dims[i] != 1 && ref->strides[i] != dense))
+      return false;
+  tpr_eager_lock();
+  bool ok = tpr_status_is_ok(tpr_fused_flush_locked(TPR_CUT_OTHER)) &&
+            storage_is_input(t, ref->storage);
+  tpr_eager_unlock();
+  return ok;
+}
+
+static tpr_status_t run_locked(tpr_program_t* p, int device,
+                               tpr_storage_t* const* inputs,
+                               tpr_storage_t* const* outputs,
+                               tpr_buffer_t** args, bool* donate,
+                               tpr_buffer_t** results) {
+  TPR_RETURN_IF_ERROR(tpr_fused_flush_locked(TPR_CUT_OTHER));
+  for (int i = 0; i < p->num_inputs; i++) {
+    if (!storage_is_input(&p->input_types[i], inputs[i])) {
+      char buf[96];
+      return TPR_ERR(INVALID_ARGUMENT,
+                     "input %d is not a whole %s storage (materialise it first)",
+                     i, tpr_type_format(&p->input_types[i], buf, sizeof buf));
+    }
+    args[i] = inputs[i]->buffer;
+    donate[i] = false;
+  }
+  for (int k = 0; k < p->num_outputs; k++) {
+    int m = p->outputs[k].mutates;
+    if (m < 0 || tpr_graph_result_alias(p->graph, k) != m) continue;
+    // A storage passed twice (aliased inputs) keeps its buffer: donating one
+    // argument would kill the other.
+    bool shared = false;
+    for (int j = 0; j < p->num_inputs && !shared; j++)
+      shared = j != m && inputs[j] == inputs[m];
+    donate[m] = !shared;
+  }
+  TPR_RETURN_IF_ERROR(tpr_executable_execute(
+      p->exe, device, args, (size_t)p->num_inputs, donate, results,
+      tpr_eager_launch_blocking()));
+  stats.runs++;
+  if (p->num_outputs) tpr_pending_push(results[0]);
+  int fresh = 0;
+  for (int k = 0; k < p->num_outputs; k++) {
+    int m = p->outputs[k].mutates;
+    tpr_storage_t* target = m >= 0 ? inputs[m] : outputs[fresh++];
+    if (target) {
+      tpr_storage_swap_buffer(target, results[k]);
+    } else {
+      tpr_buffer_release(results[k]);
+    }
+    results[k] = NULL;
+  }
+  for (int i = 0; i < p->num_inputs; i++) stats.donated_buffers += donate[i];
+  return tpr_ok_status();
+}
+
+tpr_status_t tpr_program_run(tpr_program_t* p, int device,
+                             tpr_storage_t* const* inputs,
+                             tpr_storage_t* const* outputs) {
+  if (!p->exe) return TPR_ERR(FAILED_PRECONDITION, "the program is not compiled");
+  size_t ni = (size_t)p->num_inputs, no = (size_t)p->num_outputs;
+  // One block: argument buffers, donation flags, result buffers.
+  void* block = tpr_calloc(1, (ni + 1) * (sizeof(tpr_buffer_t*) + sizeof(bool)) +
+                                  (no + 1) * sizeof(tpr_buffer_t*));
+  if (!block) return TPR_ERR(RESOURCE_EXHAUSTED, "out of host memory");
+  tpr_buffer_t** args = block;
+  tpr_buffer_t** results = args + ni + 1;
+  bool* donate = (bool*)(results + no + 1);
+  tpr_eager_lock();
+  tpr_status_t s = run_locked(p, device, inputs, outputs, args, donate, results);
+  tpr_eager_unlock();
+  tpr_free(block);
+  return s;
+}
+
+void tpr_program_get_stats(tpr_program_stats_t* out) {
+  tpr_eager_lock();
+  *out = stats;
+  tpr_eager_unlock();
+}
+
+void tpr_program_reset_stats(void) {
+  tpr_eager_lock();
+  memset(&stats, 0, sizeof stats);
+  tpr_eager_unlock();
+}

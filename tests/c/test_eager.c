@@ -1,0 +1,252 @@
+// The eager executor: strict and fused modes over one process-wide context.
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "tpr/eager.h"
+#include "eager/internal.h"
+#include "tpr/graph.h"
+
+static tpr_status_t init_context(void) {
+  const char* path = tpr_test_plugin_path();
+  if (!path) return TPR_ERR(FAILED_PRECONDITION, "TORCH_TPU_PJRT_PLUGIN is not set");
+  tpr_eager_options_t o = {0};
+  o.plugin_spec = path;
+  TPR_RETURN_IF_ERROR(tpr_eager_init(&o));
+  tpr_test_keep_allocations();  // the client lives as long as the process
+  return tpr_ok_status();
+}
+
+static tpr_tensor_ref_t vec_ref(tpr_storage_t* s, int64_t n) {
+  tpr_tensor_ref_t r = {s, TPR_DTYPE_F32, 1, {n}, {1}, 0};
+  return r;
+}
+
+// out = a + b (or a * b), through an explicit lowering.
+static tpr_status_t lower_add(tpr_lower_ctx_t* c) {
+  c->outs[0] = tpr_binary(c->graph, TPR_BINARY_ADD, c->args[0].value, c->args[1].value);
+  return tpr_ok_status();
+}
+static tpr_status_t lower_mul(tpr_lower_ctx_t* c) {
+  c->outs[0] = tpr_binary(c->graph, TPR_BINARY_MUL, c->args[0].value, c->args[1].value);
+  return tpr_ok_status();
+}
+// Emits nodes, then fails: the executor must roll them back.
+static tpr_status_t lower_fail_late(tpr_lower_ctx_t* c) {
+  (void)tpr_unary(c->graph, TPR_UNARY_NEG, c->args[0].value);
+  return TPR_ERR(UNIMPLEMENTED, "test: rule gave up");
+}
+
+static tpr_status_t binary(tpr_lower_fn_t fn, const tpr_tensor_ref_t* a,
+                           const tpr_tensor_ref_t* b, const tpr_tensor_ref_t* out) {
+  tpr_eager_arg_t args[2];
+  memset(args, 0, sizeof args);
+  args[0].arg.kind = args[1].arg.kind = TPR_ARG_TENSOR;
+  args[0].tensor = a;
+  args[1].tensor = b;
+  tpr_type_t t = tpr_type_make(TPR_DTYPE_F32, out->rank, out->sizes);
+  const tpr_tensor_ref_t* targets[1] = {out};
+  // Distinct names per rule, as ATen ops have (loop detection keys on them).
+  const char* name = fn == lower_add ? "test::add" : fn == lower_mul ? "test::mul" : "test::other";
+  tpr_eager_call_t call = {name, 0, args, 2, &t, 1, targets, fn};
+  return tpr_eager_run(&call);
+}
+
+static tpr_status_t new_vec(const float* v, int64_t n, tpr_storage_t** s) {
+  TPR_RETURN_IF_ERROR(tpr_storage_create(0, (size_t)n * 4, s));
+  tpr_tensor_ref_t r = vec_ref(*s, n);
+  return v ? tpr_tensor_write_host(&r, v, (size_t)n * 4) : tpr_ok_status();
+}
+
+TPR_TEST(eager_fused_defers_until_read) {
+  CHECK_OK(init_context());
+  CHECK_OK(tpr_eager_set_fused(true));
+  float av[4] = {1, 2, 3, 4}, bv[4] = {10, 20, 30, 40}, out[4];
+  tpr_storage_t *a, *b, *t, *y;
+  CHECK_OK(new_vec(av, 4, &a));
+  CHECK_OK(new_vec(bv, 4, &b));
+  CHECK_OK(new_vec(NULL, 4, &t));
+  CHECK_OK(new_vec(NULL, 4, &y));
+  tpr_tensor_ref_t ra = vec_ref(a, 4), rb = vec_ref(b, 4), rt = vec_ref(t, 4),
+                   ry = vec_ref(y, 4);
+  tpr_eager_reset_stats();
+  CHECK_OK(binary(lower_add, &ra, &rb, &rt));  // t = a + b
+  CHECK_OK(binary(lower_mul, &rt, &ra, &ry));  // y = t * a
+  // In-place through a view: y[1:3] += b[0:2]
+  tpr_tensor_ref_t yv = {y, TPR_DTYPE_F32, 1, {2}, {1}, 1};
+  tpr_tensor_ref_t bv2 = {b, TPR_DTYPE_F32, 1, {2}, {1}, 0};
+  CHECK_OK(binary(lower_add, &yv, &bv2, &yv));
+  tpr_eager_stats_t st;
+  tpr_eager_get_stats(&st);
+  CHECK(st.pending_ops == 3 && st.fused_graphs == 0);
+  CHECK(tpr_storage_buffer(y) == NULL);  // nothing ran yet
+  tpr_storage_release(t);  // dies before the cut: not a result
+  CHECK_OK(tpr_tensor_read_host(&ry, out, sizeof out));
+  tpr_eager_get_stats(&st);
+  CHECK(st.fused_graphs == 1 && st.cuts[TPR_CUT_HOST_READ] == 1 && st.pending_ops == 0);
+  float want[4] = {11, 44 + 10, 99 + 20, 176};
+  for (int i = 0; i < 4; i++) CHECK(out[i] == want[i]);
+  CHECK_OK(tpr_eager_set_fused(false));
+  tpr_storage_release(a);
+  tpr_storage_release(b);
+  tpr_storage_release(y);
+  CHECK_OK(tpr_eager_trim());
+}
+
+TPR_TEST(eager_fused_failed_op_rolls_back) {
+  CHECK_OK(init_context());
+  CHECK_OK(tpr_eager_set_fused(true));
+  float av[3] = {1, 2, 3}, out[3];
+  tpr_storage_t *a, *y;
+  CHECK_OK(new_vec(av, 3, &a));
+  CHECK_OK(new_vec(NULL, 3, &y));
+  tpr_tensor_ref_t ra = vec_ref(a, 3), ry = vec_ref(y, 3);
+  CHECK_OK(binary(lower_add, &ra, &ra, &ry));  // y = 2a
+  tpr_eager_stats_t before, after;
+  tpr_eager_get_stats(&before);
+  // A failing op that reads and would write a storage new to the graph.
+  tpr_storage_t* z;
+  CHECK_OK(new_vec(av, 3, &z));
+  tpr_tensor_ref_t rz = vec_ref(z, 3);
+  CHECK_STATUS(binary(lower_fail_late, &rz, &ry, &ra), TPR_UNIMPLEMENTED);
+  tpr_eager_get_stats(&after);
+  CHECK(after.pending_ops == before.pending_ops);
+  CHECK_OK(binary(lower_mul, &ry, &ra, &ry));  // y = 2a * a
+  CHECK_OK(tpr_eager_flush(TPR_CUT_EXPLICIT));
+  CHECK_OK(tpr_tensor_read_host(&ry, out, sizeof out));
+  for (int i = 0; i < 3; i++) CHECK(out[i] == 2 * av[i] * av[i]);
+  CHECK_OK(tpr_tensor_read_host(&ra, out, sizeof out));  // a untouched
+  for (int i = 0; i < 3; i++) CHECK(out[i] == av[i]);
+  CHECK_OK(tpr_eager_set_fused(false));
+  tpr_storage_release(a);
+  tpr_storage_release(y);
+  tpr_storage_release(z);
+  CHECK_OK(tpr_eager_trim());
+}
+
+TPR_TEST(eager_fused_host_write_and_size_limit) {
+  CHECK_OK(init_context());
+  CHECK_OK(tpr_eager_set_fused(true));
+  tpr_eager_set_fuse_max_ops(2);
+  float av[2] = {1, 2}, bv[2] = {5, 7}, out[2];
+  tpr_storage_t *a, *y;
+  CHECK_OK(new_vec(av, 2, &a));
+  CHECK_OK(new_vec(NULL, 2, &y));
+  tpr_tensor_ref_t ra = vec_ref(a, 2), ry = vec_ref(y, 2);
+  tpr_eager_reset_stats();
+  CHECK_OK(binary(lower_add, &ra, &ra, &ry));  // y = 2a (pending)
+  // Overwriting a (which the pending graph reads) runs the graph first.
+  CHECK_OK(tpr_tensor_write_host(&ra, bv, sizeof bv));
+  tpr_eager_stats_t st;
+  tpr_eager_get_stats(&st);
+  CHECK(st.cuts[TPR_CUT_HOST_WRITE] == 1);
+  CHECK_OK(binary(lower_add, &ry, &ra, &ry));  // y = 2*av + bv
+  CHECK_OK(binary(lower_add, &ry, &ra, &ry));  // second op: the size bound
+  tpr_eager_get_stats(&st);
+  CHECK(st.cuts[TPR_CUT_SIZE_LIMIT] == 1 && st.pending_ops == 0);
+  CHECK_OK(tpr_tensor_read_host(&ry, out, sizeof out));
+  for (int i = 0; i < 2; i++) CHECK(out[i] == 2 * av[i] + 2 * bv[i]);
+  tpr_eager_set_fuse_max_ops(0);
+  CHECK_OK(tpr_eager_set_fused(false));
+  tpr_storage_release(a);
+  tpr_storage_release(y);
+  CHECK_OK(tpr_eager_trim());
+}
+
+TPR_TEST(eager_fused_loop_without_sync_reuses_one_graph) {
+  CHECK_OK(init_context());
+  CHECK_OK(tpr_eager_set_fused(true));
+  tpr_eager_set_fuse_max_ops(40);
+  float av[2] = {1, 1}, out[2];
+  tpr_storage_t *a, *b;
+  CHECK_OK(new_vec(av, 2, &a));
+  CHECK_OK(new_vec(av, 2, &b));
+  tpr_tensor_ref_t ra = vec_ref(a, 2), rb = vec_ref(b, 2);
+  tpr_eager_reset_stats();
+  int64_t misses_mid = 0;
+  // A loop body of 7 ops (period not dividing the bound), never synced.
+  for (int it = 0; it < 100; it++) {
+    for (int k = 0; k < 3; k++) CHECK_OK(binary(lower_add, &ra, &rb, &ra));
+    for (int k = 0; k < 4; k++) CHECK_OK(binary(lower_mul, &rb, &rb, &rb));
+    if (it == 50) {
+      tpr_eager_stats_t st;
+      tpr_eager_get_stats(&st);
+      misses_mid = st.cache_misses;
+    }
+  }
+  tpr_eager_stats_t st;
+  tpr_eager_get_stats(&st);
+  CHECK(st.cuts[TPR_CUT_LOOP] >= 10);
+  CHECK(st.cache_misses == misses_mid);  // nothing new after warm-up
+  CHECK(st.cache_misses <= 3);  // the first cut, the loop graph, and maybe one in between
+  CHECK_OK(tpr_tensor_read_host(&ra, out, sizeof out));
+  CHECK(out[0] == 301.0f);  // b stays 1 (1*1), a gains 3 per iteration
+  tpr_eager_set_fuse_max_ops(0);
+  CHECK_OK(tpr_eager_set_fused(false));
+  tpr_storage_release(a);
+  tpr_storage_release(b);
+  CHECK_OK(tpr_eager_trim());
+}
+
+TPR_TEST(eager_executable_cache_evicts_least_recently_used) {
+  CHECK_OK(init_context());
+  tpr_exec_cache_set_max_weight(200);  // a few one-op graphs
+  tpr_eager_reset_stats();
+  float v[64] = {0}, out[64];
+  tpr_storage_t* keep;
+  CHECK_OK(new_vec(v, 1, &keep));
+  tpr_tensor_ref_t rk = vec_ref(keep, 1);
+  for (int n = 1; n <= 40; n++) {  // 40 shapes: 40 graphs
+    tpr_storage_t* s;
+    CHECK_OK(new_vec(v, n, &s));
+    tpr_tensor_ref_t r = vec_ref(s, n);
+    CHECK_OK(binary(lower_add, &r, &r, &r));
+    CHECK_OK(binary(lower_add, &rk, &rk, &rk));  // stays recently used
+    tpr_storage_release(s);
+  }
+  tpr_eager_stats_t st;
+  tpr_eager_get_stats(&st);
+  CHECK(st.cache_evictions > 0);
+  CHECK(st.cached_executables < 40);
+  int64_t misses = st.cache_misses;
+  CHECK_OK(binary(lower_add, &rk, &rk, &rk));
+  tpr_eager_get_stats(&st);
+  CHECK(st.cache_misses == misses);  // the hot graph survived eviction
+  CHECK_OK(tpr_tensor_read_host(&rk, out, 4));
+  tpr_exec_cache_set_max_weight(0);
+  tpr_storage_release(keep);
+  CHECK_OK(tpr_eager_trim());
+}
+
+TPR_TEST(eager_fused_loop_longer_than_the_bound_settles) {
+  CHECK_OK(init_context());
+  CHECK_OK(tpr_eager_set_fused(true));
+  tpr_eager_set_fuse_max_ops(10);
+  float av[2] = {1, 1}, out[2];
+  tpr_storage_t *a, *b;
+  CHECK_OK(new_vec(av, 2, &a));
+  CHECK_OK(new_vec(av, 2, &b));
+  tpr_tensor_ref_t ra = vec_ref(a, 2), rb = vec_ref(b, 2);
+  tpr_eager_reset_stats();
+  int64_t misses_mid = 0;
+  // A 27-op loop body (5 runs of distinct ops), longer than the bound.
+  for (int it = 0; it < 60; it++) {
+    for (int k = 0; k < 27; k++)
+      CHECK_OK(binary((k % 5 + k / 5) % 2 ? lower_add : lower_mul, &ra, &rb, &ra));
+    if (it == 30) {
+      tpr_eager_stats_t st;
+      tpr_eager_get_stats(&st);
+      misses_mid = st.cache_misses;
+    }
+  }
+  tpr_eager_stats_t st;
+  tpr_eager_get_stats(&st);
+  CHECK(st.cache_misses == misses_mid);  // settled: nothing new compiles
+  CHECK(st.cache_misses <= 12);
+  CHECK_OK(tpr_tensor_read_host(&ra, out, sizeof out));
+  tpr_eager_set_fuse_max_ops(0);
+  CHECK_OK(tpr_eager_set_fused(false));
+  tpr_storage_release(a);
+  tpr_storage_release(b);
+  CHECK_OK(tpr_eager_trim());
+}

@@ -1,0 +1,172 @@
+// Whole-graph programs: build, compile through the caches, run on
+// storages, write mutated inputs back by donation.
+#include "harness.h"
+#include "tpr/program.h"
+
+static tpr_status_t init_eager(void) {
+  const char* path = tpr_test_plugin_path();
+  if (!path) return TPR_ERR(FAILED_PRECONDITION, "TORCH_TPU_PJRT_PLUGIN is not set");
+  tpr_eager_options_t o = {0};
+  o.plugin_spec = path;
+  return tpr_eager_init(&o);
+}
+
+static tpr_tensor_ref_t dense_ref(tpr_storage_t* s, int64_t rows, int64_t cols) {
+  tpr_tensor_ref_t r = {s, TPR_DTYPE_F32, 2, {rows, cols}, {cols, 1}, 0};
+  return r;
+}
+
+// y = a + b (fresh), a <- 2a (in place), on 2x3 f32 inputs.
+static tpr_status_t build(tpr_program_t** out) {
+  tpr_type_t t = tpr_type_make(TPR_DTYPE_F32, 2, (int64_t[]){2, 3});
+  tpr_type_t types[2] = {t, t};
+  tpr_value_t in[2];
+  TPR_RETURN_IF_ERROR(tpr_program_create(types, 2, out, in));
+  tpr_graph_t* g = tpr_program_graph(*out);
+  tpr_value_t y = tpr_binary(g, TPR_BINARY_ADD, in[0], in[1]);
+  tpr_value_t two = tpr_broadcast_to(g, tpr_constant_f64(g, TPR_DTYPE_F32, 2.0), 2, t.dims);
+  TPR_RETURN_IF_ERROR(tpr_program_add_output(*out, y, -1));
+  return tpr_program_add_output(*out, tpr_binary(g, TPR_BINARY_MUL, in[0], two), 0);
+}
+
+TPR_TEST(program_runs_and_updates_inputs_in_place) {
+  CHECK_OK(init_eager());
+  // The context and the cached executable live for the process.
+  tpr_program_t* p = NULL;
+  CHECK_OK(build(&p));
+  CHECK_OK(tpr_program_compile(p, "test_program", NULL));
+  tpr_program_free(p);
+  tpr_test_keep_allocations();
+  tpr_program_reset_stats();
+
+  CHECK_OK(build(&p));
+  CHECK(tpr_program_num_outputs(p) == 2);
+  bool compiled = true;
+  CHECK_OK(tpr_program_compile(p, "test_program", &compiled));
+  CHECK(!compiled);  // the same graph reuses the cached executable
+
+  float av[6] = {1, 2, 3, 4, 5, 6}, bv[6] = {10, 20, 30, 40, 50, 60}, got[6];
+  tpr_storage_t *a, *b, *y;
+  CHECK_OK(tpr_storage_create(0, sizeof av, &a));
+  CHECK_OK(tpr_storage_create(0, sizeof bv, &b));
+  CHECK_OK(tpr_storage_create(0, sizeof got, &y));
+  tpr_tensor_ref_t ar = dense_ref(a, 2, 3), br = dense_ref(b, 2, 3), yr = dense_ref(y, 2, 3);
+  CHECK(!tpr_program_input_ok(p, 0, &ar));  // never written: no buffer yet
+  CHECK_OK(tpr_tensor_write_host(&ar, av, sizeof av));
+  CHECK_OK(tpr_tensor_write_host(&br, bv, sizeof bv));
+  CHECK(tpr_program_input_ok(p, 0, &ar) && tpr_program_input_ok(p, 1, &br));
+
+  tpr_storage_t* ins[2] = {a, b};
+  tpr_storage_t* outs[1] = {y};
+  for (int step = 1; step <= 2; step++) {
+    CHECK_OK(tpr_program_run(p, 0, ins, outs));
+    CHECK_OK(tpr_tensor_read_host(&yr, got, sizeof got));
+    // y = a_before + b; a doubles every run.
+    float scale = (float)(1 << (step - 1));
+    for (int i = 0; i < 6; i++) CHECK(got[i] == av[i] * scale + bv[i]);
+    CHECK_OK(tpr_tensor_read_host(&ar, got, sizeof got));
+    for (int i = 0; i < 6; i++) CHECK(got[i] == av[i] * 2 * scale);
+  }
+  CHECK_OK(tpr_eager_synchronize(0));  // donated buffers in the queue are fine
+
+  // The same storage as both inputs: no donation, still correct.
+  tpr_storage_t* same[2] = {a, a};
+  CHECK_OK(tpr_program_run(p, 0, same, outs));
+  CHECK_OK(tpr_tensor_read_host(&yr, got, sizeof got));
+  for (int i = 0; i < 6; i++) CHECK(got[i] == av[i] * 8);
+  CHECK_OK(tpr_tensor_read_host(&ar, got, sizeof got));
+  for (int i = 0; i < 6; i++) CHECK(got[i] == av[i] * 8);
+
+  tpr_program_stats_t st;
+  tpr_program_get_stats(&st);
+  CHECK(st.runs == 3 && st.donated_buffers == 2);
+
+  // A window that is not its whole storage is refused, not misread.
+  tpr_storage_t* big;
+  CHECK_OK(tpr_storage_create(0, 2 * sizeof av, &big));
+  tpr_tensor_ref_t bigr = {big, TPR_DTYPE_F32, 1, {12}, {1}, 0};
+  float twelve[12] = {0};
+  CHECK_OK(tpr_tensor_write_host(&bigr, twelve, sizeof twelve));
+  tpr_tensor_ref_t part = dense_ref(big, 2, 3);
+  CHECK(!tpr_program_input_ok(p, 0, &part));
+  tpr_storage_t* bad[2] = {big, b};
+  CHECK_STATUS(tpr_program_run(p, 0, bad, outs), TPR_INVALID_ARGUMENT);
+  CHECK_OK(tpr_eager_synchronize(0));  // releases the queued results
+
+  tpr_storage_release(big);
+  tpr_storage_release(a);
+  tpr_storage_release(b);
+  tpr_storage_release(y);
+  tpr_program_free(p);
+}
+
+TPR_TEST(program_rejects_bad_outputs) {
+  tpr_type_t t = tpr_type_make(TPR_DTYPE_F32, 1, (int64_t[]){4});
+  tpr_type_t u = tpr_type_make(TPR_DTYPE_S32, 1, (int64_t[]){4});
+  tpr_type_t types[2] = {t, u};
+  tpr_value_t in[2];
+  tpr_program_t* p = NULL;
+  CHECK_OK(tpr_program_create(types, 2, &p, in));
+  CHECK_STATUS(tpr_program_add_output(p, in[0], 1), TPR_INVALID_ARGUMENT);  // type
+  CHECK_STATUS(tpr_program_add_output(p, in[0], 5), TPR_INVALID_ARGUMENT);  // range
+  CHECK_STATUS(tpr_program_add_output(p, TPR_VALUE_NONE, -1), TPR_INVALID_ARGUMENT);
+  CHECK_STATUS(tpr_program_run(p, 0, NULL, NULL), TPR_FAILED_PRECONDITION);
+  tpr_program_free(p);
+}
+
+// Runs one view rule on x = [[0,1,2],[3,4,5]] and reads the result.
+static tpr_status_t run_view_rule(const char* op, const tpr_arg_t* extra, int num_extra,
+                                  tpr_type_t out_type, float* got) {
+  tpr_type_t t = tpr_type_make(TPR_DTYPE_F32, 2, (int64_t[]){2, 3});
+  tpr_program_t* p = NULL;
+  tpr_value_t in;
+  TPR_RETURN_IF_ERROR(tpr_program_create(&t, 1, &p, &in));
+  tpr_arg_t args[6] = {{.kind = TPR_ARG_TENSOR, .value = in}};
+  for (int i = 0; i < num_extra; i++) args[1 + i] = extra[i];
+  tpr_value_t out = TPR_VALUE_NONE;
+  tpr_lower_ctx_t ctx = {tpr_program_graph(p), op, args, 1 + num_extra, &out_type, 1, &out};
+  tpr_status_t s = tpr_lower(&ctx);
+  if (tpr_status_is_ok(s)) s = tpr_program_add_output(p, out, -1);
+  if (tpr_status_is_ok(s)) s = tpr_program_compile(p, op, NULL);
+  tpr_storage_t *x = NULL, *y = NULL;
+  size_t ybytes = (size_t)tpr_type_numel(&out_type) * sizeof(float);
+  if (tpr_status_is_ok(s)) s = tpr_storage_create(0, 6 * sizeof(float), &x);
+  if (tpr_status_is_ok(s)) s = tpr_storage_create(0, ybytes, &y);
+  float xv[6] = {0, 1, 2, 3, 4, 5};
+  tpr_tensor_ref_t xr = {x, TPR_DTYPE_F32, 1, {6}, {1}, 0};
+  tpr_tensor_ref_t yr = {y, TPR_DTYPE_F32, 1, {(int64_t)(ybytes / sizeof(float))}, {1}, 0};
+  if (tpr_status_is_ok(s)) s = tpr_tensor_write_host(&xr, xv, sizeof xv);
+  if (tpr_status_is_ok(s)) s = tpr_program_run(p, 0, &x, &y);
+  if (tpr_status_is_ok(s)) s = tpr_tensor_read_host(&yr, got, ybytes);
+  tpr_status_free(tpr_eager_synchronize(0));
+  tpr_storage_release(x);
+  tpr_storage_release(y);
+  tpr_program_free(p);
+  return s;
+}
+
+TPR_TEST(program_view_rules_give_dense_values) {
+  CHECK_OK(init_eager());
+  float got[6];
+  int64_t perm[2] = {1, 0};
+  tpr_arg_t dims = {.kind = TPR_ARG_INT_LIST, .ints = perm, .count = 2};
+  CHECK_OK(run_view_rule("aten::permute", &dims, 1,
+                         tpr_type_make(TPR_DTYPE_F32, 2, (int64_t[]){3, 2}), got));
+  CHECK(got[0] == 0 && got[1] == 3 && got[2] == 1 && got[5] == 5);
+  tpr_arg_t slice[4] = {{.kind = TPR_ARG_INT, .i = 1}, {.kind = TPR_ARG_INT, .i = -2},
+                        {.kind = TPR_ARG_NONE}, {.kind = TPR_ARG_INT, .i = 1}};
+  CHECK_OK(run_view_rule("aten::slice.Tensor", slice, 4,
+                         tpr_type_make(TPR_DTYPE_F32, 2, (int64_t[]){2, 2}), got));
+  CHECK(got[0] == 1 && got[1] == 2 && got[2] == 4 && got[3] == 5);
+  tpr_arg_t select[2] = {{.kind = TPR_ARG_INT, .i = 0}, {.kind = TPR_ARG_INT, .i = -1}};
+  CHECK_OK(run_view_rule("aten::select.int", select, 2,
+                         tpr_type_make(TPR_DTYPE_F32, 1, (int64_t[]){3}), got));
+  CHECK(got[0] == 3 && got[1] == 4 && got[2] == 5);
+  tpr_arg_t diag[3] = {{.kind = TPR_ARG_INT, .i = 1}, {.kind = TPR_ARG_INT, .i = 0},
+                       {.kind = TPR_ARG_INT, .i = 1}};
+  CHECK_OK(run_view_rule("aten::diagonal", diag, 3,
+                         tpr_type_make(TPR_DTYPE_F32, 1, (int64_t[]){2}), got));
+  CHECK(got[0] == 1 && got[1] == 5);
+  // Each rule's executable stays in the process-wide cache.
+  tpr_test_keep_allocations();
+}

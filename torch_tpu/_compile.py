@@ -1,0 +1,394 @@
+"""``torch.compile(backend="tpu")``: Dynamo graphs through AOTAutograd into
+one XLA executable per forward / backward / inference graph.
+
+Each FX node is lowered by the same C rule table eager uses
+(``torch_tpu._C.Program``); the decomposition table only covers ops that have
+no rule, and a node that still has none is a compile error naming the op and
+its source line (never a CPU round trip inside a graph). Executables go
+through the eager executor's memory and disk caches, so a second process
+starts warm. Mutated inputs (optimizer state, parameters updated under
+``no_grad``) are donated and updated in place.
+
+Shapes are static: a graph traced with symbolic sizes (``mark_dynamic``,
+automatic dynamic after a shape change) is specialized per concrete shape
+at run time, in a bounded LRU cache (``TORCH_TPU_COMPILE_MAX_SHAPES``,
+default 8); each specialization after the first counts as a recompile.
+"""
+import collections
+import functools
+import operator
+import os
+import threading
+import time
+
+import torch
+
+from . import _C
+
+_stats_lock = threading.Lock()
+_stats = collections.Counter()
+_seconds = collections.Counter()
+
+
+def stats():
+    """Counters of the compile backend (merged into torch.tpu._get_cache_stats)."""
+    with _stats_lock:
+        d = {"compiled_" + k: v for k, v in _stats.items()}
+        d.update({"compiled_" + k: v for k, v in _seconds.items()})
+    for k in ("graphs", "programs", "recompiles", "specializations"):
+        d.setdefault("compiled_" + k, 0)
+    d.setdefault("compiled_seconds", 0.0)
+    d.setdefault("compiled_xla_seconds", 0.0)
+    return d
+
+
+def reset_stats():
+    with _stats_lock:
+        _stats.clear()
+        _seconds.clear()
+
+
+def _count(key, n=1):
+    with _stats_lock:
+        _stats[key] += n
+
+
+def _add_seconds(key, s):
+    with _stats_lock:
+        _seconds[key] += s
+
+
+class TpuCompileError(RuntimeError):
+    """A graph the tpu backend cannot compile (names the op and source line)."""
+
+
+# -- decompositions -------------------------------------------------------------
+
+@functools.lru_cache(maxsize=None)
+def _rules():
+    return frozenset(_C._lowered_ops())
+
+
+def _rule_name(op):
+    name = op._schema.name
+    return name if op._overloadname == "default" else f"{name}.{op._overloadname}"
+
+
+def has_rule(op):
+    return _rule_name(op) in _rules()
+
+
+@functools.lru_cache(maxsize=None)
+def decompositions():
+    """PyTorch's decompositions for exactly the ops that have no C rule, so
+    high-level ops with a rule (layer norm, SDPA pieces, softmax) stay whole
+    and XLA sees them as written."""
+    from torch._decomp import core_aten_decompositions, decomposition_table
+
+    table = {}
+    for source in (decomposition_table, core_aten_decompositions()):
+        for op, fn in source.items():
+            if isinstance(op, torch._ops.OpOverload) and not has_rule(op):
+                table.setdefault(op, fn)
+    return table
+
+
+# -- FX graph -> program ----------------------------------------------------------
+
+def _type_spec(v, what):
+    if not isinstance(v, torch.Tensor):
+        raise TpuCompileError(f"{what}: expected a tensor, got {type(v).__name__}")
+    shape = []
+    for s in v.shape:
+        if not isinstance(s, int):
+            raise TpuCompileError(f"{what}: symbolic size {s} (shapes must be static)")
+        shape.append(s)
+    return (v.dtype, shape)
+
+
+def _where(node):
+    trace = node.meta.get("stack_trace")
+    if trace:
+        lines = [ln for ln in trace.strip().splitlines() if ln.strip()]
+        return "\n".join(lines[-2:])
+    return f"(graph node {node.name})"
+
+
+def _schema_args(op, node):
+    """The node's arguments in schema order, defaults filled in."""
+    schema = op._schema
+    out = []
+    pos = list(node.args)
+    for i, a in enumerate(schema.arguments):
+        if i < len(pos) and not a.kwarg_only:
+            out.append(pos[i])
+        elif a.name in node.kwargs:
+            out.append(node.kwargs[a.name])
+        elif a.has_default_value():
+            out.append(a.default_value)
+        else:
+            raise TpuCompileError(f"{_rule_name(op)}: missing argument {a.name}")
+    return out
+
+
+def _flat_vals(val):
+    """Tensors of a node's meta value in rule result order (None skipped)."""
+    if isinstance(val, torch.Tensor):
+        return [val]
+    if isinstance(val, (tuple, list)):
+        return [v for v in val if isinstance(v, torch.Tensor)]
+    return []
+
+
+class _Builder:
+    def __init__(self, gm, example_inputs, name):
+        self.gm, self.name = gm, name
+        self.placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+        # Integer inputs (sizes of a graph specialised per shape) are baked
+        # in as constants; the runner checks they still hold.
+        self.baked = {i: v for i, v in enumerate(example_inputs) if isinstance(v, int)}
+        tensor_pos = [i for i in range(len(example_inputs)) if i not in self.baked]
+        specs = [_type_spec(example_inputs[i], f"{name} input {i}") for i in tensor_pos]
+        self.prog = _C.Program(specs)
+        ids = self.prog.inputs()
+        self.constants = {self.placeholders[i]: v for i, v in self.baked.items()}
+        self.env = {self.placeholders[i]: ids[k] for k, i in enumerate(tensor_pos)}
+        # Placeholder -> program input index (tensors only).
+        self.input_index = {self.placeholders[i]: k for k, i in enumerate(tensor_pos)}
+
+    def _standin(self, node, tensors):
+        """A meta tensor standing for |node|'s graph value in a C call."""
+        if node in self.constants:  # get_attr tensors, baked integer inputs
+            return self.constants[node]
+        v = self.env[node]
+        val = node.meta.get("val")
+        t = torch.empty(tuple(val.shape) if val is not None else (), device="meta",
+                        dtype=val.dtype if val is not None else torch.float32)
+        tensors.append((t, v))
+        return t
+
+    def _arg(self, a, tensors, schema_type):
+        if isinstance(a, torch.fx.Node):
+            return self._standin(a, tensors)
+        if isinstance(a, (list, tuple)):
+            return [self._arg(x, tensors, None) for x in a]
+        if isinstance(a, (int, float, bool)) and schema_type is not None and \
+                isinstance(schema_type, torch.TensorType):
+            return torch.scalar_tensor(a, dtype=torch.float64 if isinstance(a, float)
+                                       else torch.bool if isinstance(a, bool) else torch.int64)
+        if isinstance(a, torch.device) and a.type == "tpu":
+            return torch.device("meta")
+        return a
+
+    def lower_node(self, node):
+        op = node.target
+        if op is operator.getitem:
+            base, idx = node.args
+            self.env[node] = self.env[base][idx]
+            return
+        if not isinstance(op, torch._ops.OpOverload):
+            raise TpuCompileError(
+                f"{self.name}: unsupported call {op} in a compiled tpu graph, at\n{_where(node)}")
+        name = _rule_name(op)
+        if op is torch.ops.aten.copy_.default and node.args[0] in self.input_index:
+            self.mutations.append((node.args[0], node.args[1]))
+            self.env[node] = self.env[node.args[1]]
+            return
+        if not has_rule(op):
+            raise TpuCompileError(
+                f"{name} has no tpu lowering (needed by a compiled graph), at\n{_where(node)}")
+        tensors = []
+        args = [self._arg(a, tensors, s.type)
+                for a, s in zip(_schema_args(op, node), op._schema.arguments)]
+        val = node.meta.get("val")
+        outs = _flat_vals(val)
+        try:
+            ids = self.prog.lower(op._schema.name, op._overloadname, args, tensors,
+                                  [_type_spec(o, name) for o in outs])
+        except Exception as e:
+            raise TpuCompileError(f"{name}: {e}\n  at {_where(node)}") from e
+        if isinstance(val, (tuple, list)):
+            it = iter(ids)
+            self.env[node] = [next(it) if isinstance(v, torch.Tensor) else None for v in val]
+        else:
+            self.env[node] = ids[0] if ids else None
+
+    def build(self):
+        self.mutations = []
+        outputs = None
+        for node in self.gm.graph.nodes:
+            if node.op == "placeholder":
+                continue
+            if node.op == "get_attr":
+                t = getattr(self.gm, node.target)
+                self.constants[node] = t.detach().cpu() if isinstance(t, torch.Tensor) else t
+            elif node.op == "call_function":
+                self.lower_node(node)
+            elif node.op == "output":
+                outputs = node.args[0]
+            else:
+                raise TpuCompileError(f"{self.name}: unsupported FX node {node.op} {node.target}")
+        layout, fresh = [], 0
+        for o in outputs:
+            if isinstance(o, torch.fx.Node) and o in self.constants:
+                layout.append(("const", self.constants[o]))
+            elif isinstance(o, torch.fx.Node) and o in self.input_index:
+                layout.append(("input", self.input_index[o]))
+            elif isinstance(o, torch.fx.Node):
+                val = o.meta.get("val")
+                self.prog.add_output(self.env[o], -1, val.dtype)
+                layout.append(("out", fresh))
+                fresh += 1
+            else:
+                layout.append(("const", o))
+        for target, src in self.mutations:
+            val = target.meta["val"]
+            v = self.prog.convert(self.env[src], val.dtype, list(val.shape))
+            self.prog.add_output(v, self.input_index[target], val.dtype)
+        t0 = time.perf_counter()
+        compiled = self.prog.compile(self.name)
+        if compiled:
+            _add_seconds("xla_seconds", time.perf_counter() - t0)
+        _count("programs")
+        return _runner(self.prog, layout, self.baked)
+
+
+def _runner(prog, layout, baked):
+    """A boxed callable running one program: ("out", k) fresh output k,
+    ("input", i) tensor input i returned as it is, ("const", v) a constant."""
+
+    def run(args):
+        for i, v in baked.items():
+            if args[i] != v:
+                raise TpuCompileError(f"compiled graph input {i} was specialised to {v}, "
+                                      f"got {args[i]}")
+        inputs = [a for i, a in enumerate(args) if i not in baked]
+        args.clear()  # boxed convention: inputs may die as soon as possible
+        outs = prog.run(inputs)
+        return [outs[v] if kind == "out" else inputs[v] if kind == "input" else v
+                for kind, v in layout]
+
+    run._boxed_call = True
+    return run
+
+
+def _compile_graph(gm, example_inputs, kind):
+    from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+    t0 = time.perf_counter()
+    name = f"compiled_{kind}_{len(list(gm.graph.nodes))}nodes"
+    with unset_fake_temporarily():  # constants and stand-ins are real tensors
+        compiled = _Builder(gm, example_inputs, name).build()
+    _add_seconds("seconds", time.perf_counter() - t0)
+    return compiled
+
+
+def _aot_backend():
+    from torch._dynamo.backends.common import aot_autograd
+
+    return aot_autograd(
+        fw_compiler=functools.partial(_compile_graph, kind="forward"),
+        bw_compiler=functools.partial(_compile_graph, kind="backward"),
+        inference_compiler=functools.partial(_compile_graph, kind="inference"),
+        decompositions=decompositions(),
+        keep_inference_input_mutations=True,
+    )
+
+
+def _is_symbolic(x):
+    if isinstance(x, torch.SymInt) or isinstance(x, torch.SymFloat):
+        return True
+    return isinstance(x, torch.Tensor) and any(not isinstance(s, int) for s in x.shape)
+
+
+class _PerShape:
+    """Runs a graph traced with symbolic sizes as static programs, one per
+    concrete shape, in a bounded LRU cache."""
+
+    def __init__(self, gm):
+        self.gm = gm
+        self.cache = collections.OrderedDict()
+        self.max = int(os.environ.get("TORCH_TPU_COMPILE_MAX_SHAPES", "8"))
+        self.lock = threading.Lock()
+
+    def __call__(self, *args):
+        key = tuple((tuple(a.shape), a.dtype, a.requires_grad) if isinstance(a, torch.Tensor)
+                    else (type(a), a) for a in args)
+        with self.lock:
+            fn = self.cache.get(key)
+            if fn is not None:
+                self.cache.move_to_end(key)
+        if fn is None:
+            t0 = time.perf_counter()
+            fn = _aot_backend()(self.gm, list(args))
+            _add_seconds("seconds", time.perf_counter() - t0)
+            with self.lock:
+                if self.cache:
+                    _count("recompiles")
+                _count("specializations")
+                self.cache[key] = fn
+                while len(self.cache) > self.max:
+                    self.cache.popitem(last=False)
+        return fn(*args)
+
+
+def tpu_backend(gm, example_inputs, **kwargs):
+    """The Dynamo backend registered as "tpu"."""
+    if kwargs.get("options"):
+        raise TpuCompileError(f"backend 'tpu' takes no options, got {kwargs['options']}")
+    _count("graphs")
+    if any(_is_symbolic(x) for x in example_inputs):
+        return _PerShape(gm)
+    return _aot_backend()(gm, example_inputs)
+
+
+def _any_tpu(example_inputs):
+    return any(isinstance(x, torch.Tensor) and x.device.type == "tpu" for x in example_inputs)
+
+
+def default_backend(gm, example_inputs, **kwargs):
+    """torch.compile's default: graphs on tpu tensors go to the tpu backend,
+    everything else to Inductor as before."""
+    if _any_tpu(example_inputs):
+        return tpu_backend(gm, example_inputs)
+    return torch._TorchCompileInductorWrapper(
+        kwargs.get("mode"), kwargs.get("options"), None)(gm, example_inputs)
+
+
+def _patch_tpu_interface():
+    """Dynamo's in-tree TpuInterface assumes Google's package; fill in what it
+    leaves to the base class from torch.tpu."""
+    from torch._dynamo import device_interface as di
+
+    iface = getattr(di, "TpuInterface", None)
+    if iface is None:
+        return
+    tpu = torch.tpu
+    for name, fn in (("device_count", tpu.device_count),
+                     ("current_device", tpu.current_device),
+                     ("set_device", tpu.set_device),
+                     ("synchronize", tpu.synchronize),
+                     ("memory_allocated", tpu.memory_allocated),
+                     ("get_raw_stream", lambda device_idx=None: 0)):
+        setattr(iface, name, staticmethod(fn))
+
+
+_installed = False
+
+
+def install():
+    """Registers backend "tpu", makes it torch.compile's default for tpu
+    tensors, and completes Dynamo's TpuInterface. Needs torch._dynamo, so it
+    runs when that is first imported (import torch stays fast)."""
+    global _installed
+    if _installed:
+        return
+    _installed = True
+    from torch._dynamo.backends import registry
+
+    if "tpu" not in registry._COMPILER_FNS:
+        registry.register_backend(compiler_fn=tpu_backend, name="tpu")
+    set_default = getattr(torch.compiler, "set_default_backend", None)
+    if set_default is not None and torch.compiler.get_default_backend() == "inductor":
+        set_default(default_backend)
+    _patch_tpu_interface()
