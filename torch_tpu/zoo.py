@@ -242,14 +242,12 @@ def _tensors(x, out, seen=None):
 def compare(got, want):
     """None if every tensor matches within tolerance, else the first problem."""
     import torch
-    g, w = _tensors(got, []), _tensors(want, [])
-    if len(g) != len(w):
-        return f"{len(g)} output tensors, cpu gave {len(w)}"
-    for i, (a, b) in enumerate(zip(g, w)):
+    layout = _layout_problem(got, want)
+    if layout:
+        return layout
+    for i, (a, b) in enumerate(zip(_tensors(got, []), _tensors(want, []))):
         a = a.detach().cpu()
         b = b.detach()
-        if a.shape != b.shape or a.dtype != b.dtype:
-            return f"output {i}: {a.dtype}{list(a.shape)} vs cpu {b.dtype}{list(b.shape)}"
         if not a.is_floating_point():
             if not torch.equal(a, b):
                 return f"output {i}: integer values differ"
