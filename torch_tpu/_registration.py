@@ -94,11 +94,12 @@ def register():
     torch._register_device_module("tpu", tpu_module)
     torch.utils.generate_methods_for_privateuse1_backend(
         for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True)
-    from . import _printing, _tied_params
+    from . import _hf, _printing, _tied_params
 
     _tied_params.install()
     _printing.install()
     _install_compile_backend()
+    _hf.install()
     import atexit
 
     atexit.register(_let_autograd_threads_settle)

@@ -40,7 +40,6 @@ import argparse
 import collections
 import json
 import os
-import subprocess
 import sys
 import time
 
@@ -362,22 +361,19 @@ def _worker(args):
             out.flush()
 
 
-_CHUNK = 150  # OpInfo entries per worker process
+# OpInfo entries per worker process: one process that compiles every op for
+# six dtypes holds so many executables that their memory mappings reach the
+# kernel's limit (vm.max_map_count) and LLVM fails.
+_CHUNK = 150
 
 
 def _drive(args):
     from torch.testing._internal.common_methods_invocations import op_db
-    n = len(op_db)
+
+    from . import _isolate
     result_path = args.json + ".partial"
-    if os.path.exists(result_path):
-        os.remove(result_path)
-    results = {}
-    start = 0
-    while start < n:
-        # A fresh worker per chunk of entries: one process that compiles every
-        # op for six dtypes holds so many executables that their memory
-        # mappings reach the kernel's limit (vm.max_map_count) and LLVM fails.
-        end = min(start + _CHUNK, n)
+
+    def command(start, end):
         cmd = [sys.executable, "-m", "torch_tpu.coverage", "--worker", "--start", str(start),
                "--end", str(end), "--result", result_path, "--dtypes", ",".join(args.dtypes),
                "--samples", str(args.samples)]
@@ -387,38 +383,15 @@ def _drive(args):
             cmd += ["--ops", ",".join(args.ops)]
         if args.verbose:
             cmd.append("-v")
-        proc = subprocess.Popen(cmd)
-        last_size, last_change = -1, time.time()
-        while proc.poll() is None:
-            time.sleep(1)
-            size = os.path.getsize(result_path) if os.path.exists(result_path) else 0
-            if size != last_size:
-                last_size, last_change = size, time.time()
-            elif time.time() - last_change > args.timeout:
-                proc.kill()
-                proc.wait()
-                break
-        begun, done = None, set()
-        for line in open(result_path) if os.path.exists(result_path) else []:
-            rec = json.loads(line)
-            if "begin" in rec:
-                begun = rec["begin"]
-            else:
-                done.add(rec["done"])
-                results[rec["op"]] = rec["result"]
-        if proc.returncode == 0:
-            start = end
-            continue
-        if begun is None or begun in done:
-            break  # died outside an op
-        op = op_db[begun]
-        why = "worker crashed" if proc.returncode not in (None, -9) else "hung"
-        results[_key(op)] = {d: {"status": "error", "reason": why} for d in args.dtypes}
-        with open(result_path, "a") as f:
-            f.write(json.dumps({"done": begun, "op": _key(op), "result": results[_key(op)]}) + "\n")
-        start = begun + 1
+        return cmd
+
+    def lost(i, why):
+        return {"op": _key(op_db[i]), "result": {d: {"status": "error", "reason": why}
+                                                 for d in args.dtypes}}
+
+    done = _isolate.run(command, len(op_db), result_path, args.timeout, lost, chunk=_CHUNK)
     os.replace(result_path, args.json)
-    return results
+    return {rec["op"]: rec["result"] for rec in done}
 
 
 def _totals(results, column):

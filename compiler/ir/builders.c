@@ -110,11 +110,10 @@ tpr_value_t tpr_bitcast_convert(tpr_graph_t* g, tpr_value_t v,
   if (!tpr_graph_ok(g)) return TPR_VALUE_NONE;
   OPERAND(t, v, "tpr_bitcast_convert", 0);
   char b[TB];
-  if (!tpr_dtype_is_valid(dtype) ||
-      tpr_dtype_size(dtype) != tpr_dtype_size(t->dtype))
-    FAIL("tpr_bitcast_convert: %s to %s: element sizes differ", fmt(t, b),
-         tpr_dtype_name(dtype));
+  if (!tpr_dtype_is_valid(dtype))
+    FAIL("tpr_bitcast_convert: %s to invalid dtype %d", fmt(t, b), (int)dtype);
   if (t->dtype == dtype) return v;
+  size_t from = tpr_dtype_size(t->dtype), to = tpr_dtype_size(dtype);
   if (tpr_dtype_is_complex(t->dtype) != tpr_dtype_is_complex(dtype))
     return tpr_graph_fail(g, TPR_UNIMPLEMENTED,
                           "tpr_bitcast_convert: %s to %s: XLA cannot bitcast "
@@ -122,6 +121,25 @@ tpr_value_t tpr_bitcast_convert(tpr_graph_t* g, tpr_value_t v,
                           fmt(t, b), tpr_dtype_name(dtype));
   tpr_type_t r = *t;
   r.dtype = dtype;
+  if (from != to) {
+    // StableHLO's width change: a wider element splits into a new minor dim
+    // of narrower ones, and a minor dim of narrower ones joins into one.
+    bool pred = t->dtype == TPR_DTYPE_BOOL || dtype == TPR_DTYPE_BOOL;
+    if (pred || tpr_dtype_is_complex(dtype))
+      FAIL("tpr_bitcast_convert: %s to %s: element sizes differ", fmt(t, b),
+           tpr_dtype_name(dtype));
+    if (from > to) {
+      if (r.rank == TPR_MAX_RANK)
+        FAIL("tpr_bitcast_convert: %s to %s: no room for the minor dim",
+             fmt(t, b), tpr_dtype_name(dtype));
+      r.dims[r.rank++] = (int64_t)(from / to);
+    } else {
+      if (t->rank == 0 || t->dims[t->rank - 1] != (int64_t)(to / from))
+        FAIL("tpr_bitcast_convert: %s to %s: the minor dim must be %d",
+             fmt(t, b), tpr_dtype_name(dtype), (int)(to / from));
+      r.rank--;
+    }
+  }
   return add1(g, TPR_OP_BITCAST_CONVERT, 0, &v, 1, NULL, 0, r);
 }
 

@@ -216,6 +216,40 @@ static tpr_value_t reinterpret_complex(tpr_graph_t* g, tpr_value_t base,
   return tpr_binary(g, TPR_BINARY_COMPLEX, re, im);
 }
 
+// The rank-1 |base| reinterpreted as |dtype| of another element size (real
+// types; bool goes through u8, so a bool |dtype| gives u8): the storage's
+// bytes in order, as PyTorch sees them. A trailing partial element is left
+// out. Complex types other than their part pairs are UNIMPLEMENTED.
+static tpr_value_t reinterpret_sized(tpr_graph_t* g, tpr_value_t base,
+                                     tpr_dtype_t dtype, const char* who) {
+  const tpr_type_t* bt = tpr_value_type(g, base);
+  tpr_dtype_t from = bt->dtype;
+  int64_t n = bt->dims[0];
+  char b[96];
+  if (tpr_dtype_is_complex(from) || tpr_dtype_is_complex(dtype))
+    return tpr_graph_fail(g, TPR_UNIMPLEMENTED,
+                          "%s: viewing %s storage %s as %s (different element "
+                          "sizes) is not supported",
+                          who, tpr_dtype_name(from),
+                          tpr_type_format(bt, b, sizeof b),
+                          tpr_dtype_name(dtype));
+  if (from == TPR_DTYPE_BOOL) {
+    base = tpr_bitcast_convert(g, base, TPR_DTYPE_U8);
+    from = TPR_DTYPE_U8;
+  }
+  tpr_dtype_t to = dtype == TPR_DTYPE_BOOL ? TPR_DTYPE_U8 : dtype;
+  size_t sf = tpr_dtype_size(from), st = tpr_dtype_size(to);
+  if (sf == st) return tpr_bitcast_convert(g, base, to);
+  if (sf > st) {
+    int64_t flat = n * (int64_t)(sf / st);
+    return tpr_reshape(g, tpr_bitcast_convert(g, base, to), 1, &flat);
+  }
+  int64_t r = (int64_t)(st / sf), m = n / r, used = m * r, zero = 0;
+  int64_t rows[2] = {m, r};
+  if (used != n) base = tpr_slice(g, base, &zero, &used, NULL);
+  return tpr_bitcast_convert(g, tpr_reshape(g, base, 2, rows), to);
+}
+
 tpr_value_t tpr_view_read(tpr_graph_t* g, tpr_value_t base, tpr_dtype_t dtype,
                           int rank, const int64_t* sizes,
                           const int64_t* strides, int64_t offset) {
@@ -239,13 +273,12 @@ tpr_value_t tpr_view_read(tpr_graph_t* g, tpr_value_t base, tpr_dtype_t dtype,
     bd = dtype;
     n = tpr_value_type(g, base)->dims[0];
   }
-  if (dtype != bd && tpr_dtype_size(dtype) != tpr_dtype_size(bd))
-    return tpr_graph_fail(g, TPR_UNIMPLEMENTED,
-                          "%s: reading %s storage %s as %s (different element "
-                          "sizes) is not supported",
-                          who, tpr_dtype_name(bd),
-                          tpr_type_format(bt, b, sizeof b),
-                          tpr_dtype_name(dtype));
+  if (dtype != bd && tpr_dtype_size(dtype) != tpr_dtype_size(bd)) {
+    base = reinterpret_sized(g, base, dtype, who);
+    if (!tpr_graph_ok(g)) return TPR_VALUE_NONE;
+    bd = tpr_value_type(g, base)->dtype;
+    n = tpr_value_type(g, base)->dims[0];
+  }
   window_t w;
   if (!analyze(g, who, n, rank, sizes, strides, offset, &w))
     return TPR_VALUE_NONE;
@@ -352,12 +385,22 @@ tpr_value_t tpr_view_write(tpr_graph_t* g, tpr_value_t base, int rank,
     other = tpr_view_write(g, other, rank, sizes, strides, offset, value);
     return reinterpret_complex(g, other, bd);
   }
-  if (vt->dtype != bd && tpr_dtype_size(vt->dtype) != tpr_dtype_size(bd))
-    return tpr_graph_fail(g, TPR_UNIMPLEMENTED,
-                          "%s: writing %s into %s storage %s (different "
-                          "element sizes) is not supported",
-                          who, tpr_type_format(vt, b, sizeof b),
-                          tpr_dtype_name(bd), tpr_type_format(bt, c, sizeof c));
+  size_t vs = tpr_dtype_size(vt->dtype), bs = tpr_dtype_size(bd);
+  if (vt->dtype != bd && vs != bs) {
+    // Write through the storage's bytes seen as the value's type, then turn
+    // them back; a partial trailing element would be lost on the way.
+    if (vs > bs && n % (int64_t)(vs / bs))
+      return tpr_graph_fail(g, TPR_UNIMPLEMENTED,
+                            "%s: writing %s into %s storage %s (different "
+                            "element sizes, not a whole number of elements)",
+                            who, tpr_type_format(vt, b, sizeof b),
+                            tpr_dtype_name(bd), tpr_type_format(bt, c, sizeof c));
+    tpr_value_t other = reinterpret_sized(g, base, vt->dtype, who);
+    if (!tpr_graph_ok(g)) return TPR_VALUE_NONE;
+    other = tpr_view_write(g, other, rank, sizes, strides, offset, value);
+    if (!tpr_graph_ok(g)) return TPR_VALUE_NONE;
+    return tpr_bitcast_convert(g, reinterpret_sized(g, other, bd, who), bd);
+  }
   window_t w;
   if (!analyze(g, who, n, rank, sizes, strides, offset, &w))
     return TPR_VALUE_NONE;

@@ -70,6 +70,7 @@ LW_DECLARE_TABLE(grid);  // grid sampling (rules_grid.c)
 LW_DECLARE_TABLE(view);  // view ops as values, for compiled graphs (rules_view.c)
 // margin losses and other late additions (rules_more.c)
 LW_DECLARE_TABLE(more);
+LW_DECLARE_TABLE(hf);  // ops Hugging Face models reach (rules_hf.c)
 
 
 #define LW_DEFINE_TABLE(group, ...)                                  \

@@ -218,9 +218,27 @@ tpr_status_t lw_rule_norm(lw_ctx_t* ctx) {
   tpr_value_t a = lw_un(g, TPR_UNARY_ABS, lw_cast(g, lw_value(ctx, 0), acc));
   tpr_value_t p = lw_is_tensor(ctx, 1) ? lw_splat(g, lw_value(ctx, 1), a)
                                        : lw_k(g, a, 2.0);
-  tpr_value_t ap = lw_sel(g, lw_cmpk(g, TPR_CMP_EQ, p, 2), lw_mul(g, a, a),
+  bool any = lw_reduced_numel(t, dims, n) > 0;
+  // For p other than 0 and 1, |x| is divided by the largest |x| before the
+  // powers (as LAPACK's nrm2) and the root multiplied back: the CPU sums
+  // float32 in double, so tiny (1e-24) or huge (1e20) values whose squares
+  // leave float32's range still give their norm there, and must here.
+  tpr_value_t scale = TPR_VALUE_NONE, b = a;
+  if (any) {
+    tpr_value_t mx = tpr_reduce(g, a, TPR_REDUCE_MAX, dims, n);
+    tpr_value_t usable = tpr_binary(g, TPR_BINARY_AND, lw_cmpk(g, TPR_CMP_GT, mx, 0),
+                                    lw_un(g, TPR_UNARY_IS_FINITE, mx));
+    tpr_value_t pk = lw_is_tensor(ctx, 1) ? lw_splat(g, lw_value(ctx, 1), mx) : lw_k(g, mx, 2.0);
+    usable = tpr_binary(g, TPR_BINARY_AND, usable,
+                        tpr_binary(g, TPR_BINARY_AND, lw_cmpk(g, TPR_CMP_NE, pk, 0),
+                                   lw_cmpk(g, TPR_CMP_NE, pk, 1)));
+    scale = lw_sel(g, usable, mx, lw_k(g, mx, 1.0));
+    tpr_type_t at = *tpr_value_type(g, a);
+    b = lw_div(g, a, lw_unreduce(g, scale, &at, dims, n));
+  }
+  tpr_value_t ap = lw_sel(g, lw_cmpk(g, TPR_CMP_EQ, p, 2), lw_mul(g, b, b),
                           lw_sel(g, lw_cmpk(g, TPR_CMP_EQ, p, 1), a,
-                                 tpr_binary(g, TPR_BINARY_POW, a, p)));
+                                 tpr_binary(g, TPR_BINARY_POW, b, p)));
   ap = lw_sel(g, lw_cmpk(g, TPR_CMP_EQ, p, 0),
               lw_cast(g, lw_nonzero(g, a), acc), ap);
   tpr_value_t s = tpr_reduce(g, ap, TPR_REDUCE_SUM, dims, n);
@@ -232,7 +250,8 @@ tpr_status_t lw_rule_norm(lw_ctx_t* ctx) {
              tpr_binary(g, TPR_BINARY_OR, lw_cmpk(g, TPR_CMP_EQ, ps, 1),
                         lw_cmpk(g, TPR_CMP_EQ, ps, 0)),
              s, tpr_binary(g, TPR_BINARY_POW, s, lw_div(g, lw_k(g, ps, 1), ps))));
-  if (lw_reduced_numel(t, dims, n) > 0) {
+  if (any) root = lw_mul(g, root, scale);  // 1 where not scaled
+  if (any) {
     tpr_value_t mx = tpr_reduce(g, a, TPR_REDUCE_MAX, dims, n);
     tpr_value_t mn = tpr_reduce(g, a, TPR_REDUCE_MIN, dims, n);
     root = lw_sel(g, lw_cmpk(g, TPR_CMP_EQ, ps, INFINITY), mx, root);

@@ -264,13 +264,16 @@ static tpr_status_t lower_bucketize(lw_ctx_t* ctx) {
 // histc(self, bins=100, min=0, max=0): equal-width bins over [min, max]
 // (the data's range when min == max; widened by 1 each way if still
 // equal); values outside, and NaN, are ignored; max falls in the last bin.
+// Integer self (as CUDA allows; MoE routers count expert ids this way) is
+// binned in float32, exact for |values| < 2^24, and counted in its own type.
 static tpr_status_t lower_histc(lw_ctx_t* ctx) {
   const tpr_type_t* t = lw_arg_type(ctx, 0);
   int64_t bins = lw_int(ctx, 1, 100);
-  if (!t || bins <= 0 || OUT->rank != 1 || !tpr_dtype_is_float(OUT->dtype))
-    return lw_fail(ctx, TPR_INVALID_ARGUMENT, "needs float self and bins > 0");
+  if (!t || bins <= 0 || OUT->rank != 1 || OUT->dtype == TPR_DTYPE_BOOL ||
+      tpr_dtype_is_complex(OUT->dtype))
+    return lw_fail(ctx, TPR_INVALID_ARGUMENT, "needs real self and bins > 0");
   tpr_graph_t* g = G;
-  tpr_dtype_t acc = lw_opmath(OUT->dtype);
+  tpr_dtype_t acc = tpr_dtype_is_float(OUT->dtype) ? lw_opmath(OUT->dtype) : TPR_DTYPE_F32;
   int64_t n = tpr_type_numel(t);
   if (n == 0) return lw_ret(ctx, lw_full(g, 0, OUT->dtype, OUT));
   tpr_value_t x = tpr_reshape(g, lw_cast(g, lw_value(ctx, 0), acc), 1, &n);
@@ -294,8 +297,10 @@ static tpr_status_t lower_histc(lw_ctx_t* ctx) {
   tpr_value_t in = tpr_binary(g, TPR_BINARY_AND, lw_cmp(g, TPR_CMP_GE, x, lov),
                               lw_cmp(g, TPR_CMP_LE, x, hiv));
   b = lw_sel(g, in, b, lw_k(g, b, (double)bins));  // out of range: dropped
-  tpr_value_t counts = lw_full(g, 0, acc, &(tpr_type_t){acc, 1, {bins}});
-  return lw_ret(ctx, tpr_put_1d(g, counts, b, lw_full(g, 1, acc, &(tpr_type_t){acc, 1, {n}}), true));
+  tpr_dtype_t ct = tpr_dtype_is_float(OUT->dtype) ? acc : OUT->dtype;
+  tpr_value_t counts = lw_full(g, 0, ct, &(tpr_type_t){ct, 1, {bins}});
+  counts = tpr_put_1d(g, counts, b, lw_full(g, 1, ct, &(tpr_type_t){ct, 1, {n}}), true);
+  return lw_ret(ctx, lw_cast(g, counts, OUT->dtype));
 }
 
 // nonzero_static(self, *, size, fill_value=-1): the first |size| nonzero

@@ -40,6 +40,7 @@ static const group_t kGroups[] = {
     {lw_rules_grid, &lw_rules_grid_count},
     {lw_rules_view, &lw_rules_view_count},
     {lw_rules_more, &lw_rules_more_count},
+    {lw_rules_hf, &lw_rules_hf_count},
 };
 
 // Large enough for every group; checked when the table is built.

@@ -65,8 +65,14 @@ void cpu_fallback_counted(const c10::OperatorHandle& op, torch::jit::Stack* stac
   at::native::cpu_fallback(op, stack, /*error_on_views=*/true);
 }
 
-// Meta twin of a tpu tensor: same sizes, strides, offset and dtype.
+// Meta twin of a tpu tensor: same sizes, strides, offset and dtype. A CPU
+// scalar tensor (which ops accept beside device tensors, e.g. masked_fill's
+// value) becomes a meta scalar too, as meta kernels may demand one device;
+// wrapped Python numbers stay on the CPU, where PyTorch requires them.
 at::Tensor to_meta(const at::Tensor& t) {
+  if (t.defined() && t.device().is_cpu() && t.dim() == 0 &&
+      !t.unsafeGetTensorImpl()->is_wrapped_number())
+    return at::empty({}, t.options().device(c10::kMeta));
   if (!is_tpu(t)) return t;
   auto opts = t.options().device(c10::kMeta);
   int64_t storage_elems = static_cast<int64_t>(

@@ -138,9 +138,11 @@ tpr_value_t tpr_constant_highest(tpr_graph_t* graph, tpr_dtype_t dtype);
 tpr_value_t tpr_iota(tpr_graph_t* graph, tpr_type_t type, int64_t dimension);
 // Complex to real takes the real part (XLA has no complex -> real convert).
 tpr_value_t tpr_convert(tpr_graph_t* graph, tpr_value_t v, tpr_dtype_t dtype);
-// Reinterprets bits; dtypes must have equal sizes. bool <-> 1-byte types is
-// a value convert (0/1; nonzero -> true): StableHLO's i1 has no byte layout.
-// Complex <-> real is UNIMPLEMENTED (XLA rejects it).
+// Reinterprets bits. Between sizes (real types, not bool), as StableHLO: a
+// wider element becomes a new minor dim of (from/to) narrower ones, and a
+// minor dim of (to/from) narrower ones becomes one wider element. bool <->
+// 1-byte types is a value convert (0/1; nonzero -> true): StableHLO's i1 has
+// no byte layout. Complex <-> real is UNIMPLEMENTED (XLA rejects it).
 tpr_value_t tpr_bitcast_convert(tpr_graph_t* graph, tpr_value_t v,
                                 tpr_dtype_t dtype);
 // stablehlo.broadcast_in_dim: operand dim i maps to result dim

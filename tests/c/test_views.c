@@ -126,6 +126,53 @@ TPR_TEST(views_writes_pick_update_or_scatter) {
   vt_free(&t);
 }
 
+// A read of |count| contiguous |dtype| elements from a fresh |n|-element |bd|
+// storage, emitted: whether the module has |want|.
+static bool read_emits(tpr_dtype_t bd, int64_t n, tpr_dtype_t dtype,
+                       int64_t count, const char* want) {
+  vt_t t;
+  tpr_status_t s = vt_init(&t, bd, n);
+  if (!tpr_status_is_ok(s)) {
+    tpr_status_free(s);
+    return false;
+  }
+  tpr_value_t r = tpr_view_read(t.g, t.base, dtype, 1, &count, L(1), 0);
+  s = vt_emit(&t, r);
+  bool ok = tpr_status_is_ok(s) && has(&t, want) &&
+            tpr_value_type(t.g, r)->dims[0] == count;
+  tpr_status_free(s);
+  vt_free(&t);
+  return ok;
+}
+
+// Storages seen through another element size (torch.save/torch.load move
+// storages as bytes): the width-changing bitcast, both ways.
+TPR_TEST(views_across_element_sizes) {
+  CHECK(read_emits(TPR_DTYPE_F32, 3, TPR_DTYPE_U8, 12,
+                   "(tensor<3xf32>) -> tensor<3x4xui8>"));
+  // a partial trailing element is left out
+  CHECK(read_emits(TPR_DTYPE_U8, 14, TPR_DTYPE_F32, 3,
+                   "(tensor<3x4xui8>) -> tensor<3xf32>"));
+  vt_t t;
+  tpr_value_t r;
+  CHECK_OK(vt_init(&t, TPR_DTYPE_U8, 16));
+  tpr_value_t v = tpr_parameter(t.g, tpr_type_make(TPR_DTYPE_F32, 1, L(2)));
+  r = tpr_view_write(t.g, t.base, 1, L(2), L(1), 1, v);
+  CHECK_OK(vt_emit(&t, r));
+  CHECK(tpr_value_type(t.g, r)->dtype == TPR_DTYPE_U8);
+  CHECK(tpr_value_type(t.g, r)->dims[0] == 16);
+  CHECK(has(&t, "(tensor<4xf32>) -> tensor<4x4xui8>"));
+  vt_free(&t);
+
+  CHECK_OK(vt_init(&t, TPR_DTYPE_U8, 14));
+  v = tpr_parameter(t.g, tpr_type_make(TPR_DTYPE_F32, 1, L(2)));
+  CHECK(tpr_view_write(t.g, t.base, 1, L(2), L(1), 0, v) == TPR_VALUE_NONE);
+  tpr_status_t s = tpr_graph_status(t.g);
+  CHECK(strstr(tpr_status_message(s), "whole number"));
+  tpr_status_free(s);
+  vt_free(&t);
+}
+
 TPR_TEST(views_bitcast_and_errors) {
   vt_t t;
   CHECK_OK(vt_init(&t, TPR_DTYPE_F32, 12));
@@ -161,7 +208,7 @@ TPR_TEST(views_bitcast_and_errors) {
     tpr_value_t v3 = tpr_parameter(g, tpr_type_make(TPR_DTYPE_F32, 2, L(3, 3)));
     tpr_value_t r2;
     switch (k) {
-      case 0: r2 = tpr_view_read(g, t.base, TPR_DTYPE_F64, 1, L(2), L(1), 0); break;
+      case 0: r2 = tpr_view_read(g, t.base, TPR_DTYPE_C128, 1, L(2), L(1), 0); break;
       case 1: r2 = tpr_view_read(g, t.base, TPR_DTYPE_F32, 2, L(3, 4), L(4, 1), 1); break;
       case 2: r2 = tpr_view_write(g, t.base, 2, L(3, 3), L(0, 1), 0, v3); break;
       case 3: r2 = tpr_view_write(g, t.base, 2, L(3, 3), L(1, 1), 0, v3); break;
@@ -170,7 +217,7 @@ TPR_TEST(views_bitcast_and_errors) {
       case 6: r2 = tpr_view_write(g, t.base, 1, L(9), L(1), 0, v3); break;
       case 7:
         r2 = tpr_view_write(g, t.base, 2, L(3, 3), L(3, 1), 0,
-                            tpr_convert(g, v3, TPR_DTYPE_F16));
+                            tpr_convert(g, v3, TPR_DTYPE_C128));
         break;
       default: r2 = tpr_view_read(g, t.base, TPR_DTYPE_F32, 1, L(2), L(1), -1); break;
     }

@@ -1,0 +1,79 @@
+"""The model-zoo harness: its CI slice runs clean, and a crash or a hang in one
+item does not end a run."""
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from torch_tpu import _isolate
+
+transformers = pytest.importorskip("transformers")
+
+
+def test_zoo_fast_slice(tmp_path):
+    from torch_tpu import zoo
+    out = tmp_path / "zoo.json"
+    md = tmp_path / "zoo.md"
+    proc = subprocess.run([sys.executable, "-m", "torch_tpu.zoo", "--fast", "--timeout", "240",
+                           "--json", str(out), "--markdown", str(md)],
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = {}
+    for line in out.read_text().splitlines():
+        rec = json.loads(line)
+        if "done" in rec:
+            results[rec["arch"]] = rec["result"]
+    assert set(results) == set(zoo.FAST_ARCHS)
+    bad = {k: (r["status"], r.get("reason")) for k, r in results.items() if r["status"] != "match"}
+    assert not bad
+    lm = {k: r["backward"]["status"] for k, r in results.items() if "backward" in r}
+    assert "LlamaForCausalLM" in lm and "GPT2LMHeadModel" in lm
+    assert set(lm.values()) == {"match"}, lm
+    t = zoo.totals(results)
+    assert t["match_pct"] == 100.0 and t["causal_backward_pct"] == 100.0
+    assert "matched the CPU" in md.read_text()
+
+
+def test_zoo_rejects_unknown_architecture():
+    proc = subprocess.run([sys.executable, "-m", "torch_tpu.zoo", "--archs", "NoSuchModel"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode != 0 and "NoSuchModel" in proc.stderr
+
+
+def test_isolation_survives_crash_and_hang(tmp_path):
+    # item 1 aborts the worker, item 3 hangs: both are recorded, the rest run
+    worker = tmp_path / "w.py"
+    worker.write_text(textwrap.dedent("""
+        import json, os, sys, time
+        start, end, path = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+        for i in range(start, end):
+            with open(path, "a") as f:
+                f.write(json.dumps({"begin": i}) + "\\n")
+            if i == 1:
+                os.abort()
+            if i == 3:
+                time.sleep(60)
+            with open(path, "a") as f:
+                f.write(json.dumps({"done": i, "ok": True}) + "\\n")
+    """))
+    result = str(tmp_path / "r.jsonl")
+    starts = []
+
+    def command(start, end):
+        starts.append((start, end))
+        return [sys.executable, str(worker), str(start), str(end), result]
+
+    for chunk in (None, 2):
+        starts.clear()
+        done = _isolate.run(command, 5, result, timeout=2, chunk=chunk,
+                            lost=lambda i, why: {"ok": False, "why": why})
+        by = {r["done"]: r for r in done}
+        assert sorted(by) == [0, 1, 2, 3, 4]
+        assert by[1]["ok"] is False and "crashed" in by[1]["why"]
+        assert by[3]["ok"] is False and by[3]["why"] == "hung"
+        assert all(by[i]["ok"] for i in (0, 2, 4))
+        assert os.path.exists(result)
+    assert starts == [(0, 2), (2, 4), (4, 5)]  # a fresh worker per chunk, resuming after losses

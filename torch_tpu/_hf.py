@@ -1,0 +1,149 @@
+"""Lets Hugging Face libraries see ``tpu`` where they hard-code device names.
+
+accelerate: memory for ``device_map="auto"``, and the default device of its
+``PartialState`` (which ``Trainer`` prepares the model on). safetensors:
+``device="tpu"`` for ``safe_open``/``load_file``.
+
+``accelerate.utils.modeling.get_max_memory`` asks a fixed list of vendor
+modules (npu, mlu, xpu, hpu, ..., else CUDA) for device memory and, on a
+machine with none of them, offers only the CPU, so ``device_map="auto"`` would
+leave every weight on the CPU. When that module is imported, its function is
+wrapped: if it found no accelerator and ``tpu`` is the current accelerator,
+each ``tpu`` device's free memory (``torch.tpu.mem_get_info``) is offered
+under the integer keys accelerate uses for accelerators (PyTorch resolves a
+bare index to the current accelerator, ``tpu:i``). Explicit ``max_memory``
+budgets pass through unchanged: ``max_memory={0: "2GiB", "cpu": "8GiB"}``.
+
+``PartialState.default_device`` likewise walks the vendor list and ends at the
+CPU; the wrapped property answers ``tpu`` where it would have answered the CPU
+and ``tpu`` is the current accelerator (``ACCELERATE_TORCH_DEVICE`` and
+``cpu=True`` still win, as before).
+
+safetensors' Rust device parser knows a fixed list of names and rejects
+``"tpu"``, but takes a bare index, which PyTorch resolves to the current
+accelerator; ``safetensors.safe_open`` is wrapped to pass a ``tpu`` device as
+its index (only while ``tpu`` is the current accelerator).
+
+Nothing on disk is changed; the wrappers are installed by an import hook, or
+at once for modules imported before this package.
+"""
+import functools
+import importlib.abc
+import importlib.machinery
+import sys
+
+
+def _tpu_is_current():
+    import torch
+    acc = torch.accelerator.current_accelerator()
+    return acc is not None and acc.type == "tpu" and torch.tpu.is_available()
+
+
+def _tpu_memory():
+    import torch
+    if not _tpu_is_current():
+        return {}
+    return {i: torch.tpu.mem_get_info(i)[0] for i in range(torch.tpu.device_count())}
+
+
+def _wrap(original):
+    @functools.wraps(original)
+    def get_max_memory(max_memory=None):
+        found = original(max_memory)
+        if max_memory is None and not any(isinstance(k, int) for k in found):
+            found = {**_tpu_memory(), **found}
+        return found
+
+    get_max_memory._torch_tpu_wrapped = True
+    return get_max_memory
+
+
+def _wrap_default_device(original):
+    @functools.wraps(original)
+    def default_device(self):
+        device = original(self)
+        if device.type == "cpu" and _tpu_is_current():
+            return _tpu_device()
+        return device
+
+    default_device._torch_tpu_wrapped = True
+    return default_device
+
+
+def _tpu_device():
+    import torch
+    return torch.device("tpu", torch.tpu.current_device())
+
+
+def _patch_modeling(module):
+    if not getattr(module.get_max_memory, "_torch_tpu_wrapped", False):
+        module.get_max_memory = _wrap(module.get_max_memory)
+    # names re-exported before the wrap still point at the original
+    utils = sys.modules.get("accelerate.utils")
+    if utils is not None and hasattr(utils, "get_max_memory"):
+        utils.get_max_memory = module.get_max_memory
+
+
+def _patch_state(module):
+    prop = module.PartialState.__dict__.get("default_device")
+    if isinstance(prop, property) and not getattr(prop.fget, "_torch_tpu_wrapped", False):
+        module.PartialState.default_device = property(_wrap_default_device(prop.fget))
+
+
+def _tpu_index(device):
+    import torch
+    if isinstance(device, (str, torch.device)) and _tpu_is_current():
+        try:
+            d = torch.device(device)
+        except RuntimeError:
+            return device
+        if d.type == "tpu":
+            return d.index if d.index is not None else torch.tpu.current_device()
+    return device
+
+
+def _patch_safetensors(module):
+    original = module.safe_open
+    if getattr(original, "_torch_tpu_wrapped", False):
+        return
+
+    @functools.wraps(original)
+    def safe_open(filename, framework, device="cpu", *args, **kwargs):
+        return original(filename, framework, _tpu_index(device), *args, **kwargs)
+
+    safe_open._torch_tpu_wrapped = True
+    module.safe_open = safe_open
+    # modules that imported the name before the wrap
+    for name in ("safetensors.torch",):
+        user = sys.modules.get(name)
+        if user is not None and getattr(user, "safe_open", None) is original:
+            user.safe_open = safe_open
+
+
+_TARGETS = {"accelerate.utils.modeling": _patch_modeling, "accelerate.state": _patch_state,
+            "safetensors": _patch_safetensors}
+
+
+class _Finder(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name not in _TARGETS:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name, path, target)
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        run = spec.loader.exec_module
+
+        def exec_module(module):
+            run(module)
+            _TARGETS[name](module)
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+def install():
+    for name, patch in _TARGETS.items():
+        if name in sys.modules:
+            patch(sys.modules[name])
+    if not any(isinstance(f, _Finder) for f in sys.meta_path):
+        sys.meta_path.insert(0, _Finder())

@@ -1,0 +1,600 @@
+"""Hugging Face model zoo on ``tpu`` against the CPU.
+
+    python -m torch_tpu.zoo                          # every architecture (long)
+    python -m torch_tpu.zoo --fast                   # the CI slice
+    python -m torch_tpu.zoo --archs LlamaForCausalLM,GPT2LMHeadModel -v
+    python -m torch_tpu.zoo --markdown docs/zoo.md   # write the report
+
+The architectures are the model classes in Transformers' auto mappings for base
+models and the task heads listed in ``TASKS``. For each one the harness builds
+the model type's default config shrunk to a few small layers (``shrink``),
+creates the model with random weights (seeded; matrices initialised to a
+constant are redrawn, see ``_unflatten_constant_weights``), makes inputs from the forward
+signature, runs forward on the CPU, copies the same model to ``tpu`` and runs
+it on the same inputs. LM heads (causal, masked, seq2seq) also run a backward
+pass of their loss and compare every parameter's gradient. Statuses:
+
+* ``match``: every output tensor is within tolerance of the CPU (or, where
+  the CPU's float32 result is itself off, of the CPU's float64 result: the
+  record then carries a ``note``). A model that samples inside forward (a
+  second CPU run under another seed differs: MAE masking, vocoder noise) is
+  compared on shapes and dtypes only and marked ``random``; the seed is reset
+  before each forward, so draws from the CPU generator do repeat;
+* ``mismatch``: some output differs (value, shape or dtype);
+* ``crash``: forward raised on ``tpu`` (the message is kept), or the worker
+  died or hung on it;
+* ``skip``: not counted: the harness could not build or run the architecture
+  on the CPU (config constraints the generic shrink or inputs break, required
+  inputs it cannot synthesise); the reason is kept.
+
+Tolerance (float32): ``max|tpu - cpu| <= 1e-3 * max(max|cpu|, 1e-2)`` per
+tensor. XLA fuses and reassociates reductions and uses its own vectorised
+transcendental functions, so each op may differ by a few ulp; a two-layer
+model chains a few hundred such ops and softmax/normalisation amplify
+differences, which puts honest results around 1e-6..1e-4 of the tensor's
+scale. 1e-3 still catches every wrong-op defect (those are O(1)). Gradients
+use the same bound, per parameter.
+
+CPU fallbacks stay enabled (the zoo measures what users get) and every op that
+fell back is counted per architecture from ``torch.tpu._get_cache_stats()``.
+Workers run in subprocesses; a crash or a hang (``--timeout`` seconds on one
+architecture) marks that architecture ``crash`` and the run goes on.
+"""
+import argparse
+import collections
+import inspect
+import json
+import os
+import sys
+import time
+
+# (task label, name of the auto mapping in transformers.models.auto.modeling_auto)
+TASKS = [
+    ("base", "MODEL_MAPPING_NAMES"),
+    ("causal-lm", "MODEL_FOR_CAUSAL_LM_MAPPING_NAMES"),
+    ("masked-lm", "MODEL_FOR_MASKED_LM_MAPPING_NAMES"),
+    ("seq2seq-lm", "MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES"),
+    ("seq-cls", "MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES"),
+    ("token-cls", "MODEL_FOR_TOKEN_CLASSIFICATION_MAPPING_NAMES"),
+    ("image-cls", "MODEL_FOR_IMAGE_CLASSIFICATION_MAPPING_NAMES"),
+    ("audio-cls", "MODEL_FOR_AUDIO_CLASSIFICATION_MAPPING_NAMES"),
+    ("speech-seq2seq", "MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES"),
+    ("image-text-to-text", "MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES"),
+]
+LM_TASKS = {"causal-lm", "masked-lm", "seq2seq-lm"}
+# Architectures per worker process (each compiles its own executables; a fresh
+# process per chunk keeps memory and mappings bounded).
+_CHUNK = 200
+
+# The CI slice: the common decoder, encoder, seq2seq and vision families.
+FAST_ARCHS = [
+    "LlamaForCausalLM", "GPT2LMHeadModel", "MistralForCausalLM", "Qwen2ForCausalLM",
+    "GPTNeoXForCausalLM", "OPTForCausalLM", "BertModel", "BertForMaskedLM",
+    "DistilBertForSequenceClassification", "RobertaForTokenClassification",
+    "T5ForConditionalGeneration", "BartForConditionalGeneration", "ViTForImageClassification",
+]
+
+RTOL_SCALE = 1e-3
+SCALE_FLOOR = 1e-2
+
+SEED = 0
+BATCH, SEQ, DEC_SEQ = 2, 8, 6
+HIDDEN, HEADS, KV_HEADS, FFN, VOCAB, IMAGE = 32, 4, 2, 64, 256, 64
+
+# config key -> value it is shrunk to (only ever made smaller)
+_SHRINK = {
+    **dict.fromkeys(("num_hidden_layers", "num_layers", "n_layer", "n_layers", "encoder_layers",
+                     "decoder_layers", "num_encoder_layers", "num_decoder_layers"), 2),
+    **dict.fromkeys(("hidden_size", "d_model", "n_embd", "embed_dim", "dim"), HIDDEN),
+    **dict.fromkeys(("num_attention_heads", "n_head", "n_heads", "num_heads",
+                     "encoder_attention_heads", "decoder_attention_heads"), HEADS),
+    **dict.fromkeys(("num_key_value_heads", "num_kv_heads", "n_kv_heads"), KV_HEADS),
+    "mamba_n_heads": HEADS,
+    **dict.fromkeys(("head_dim", "rotary_dim"), HIDDEN // HEADS),
+    **dict.fromkeys(("intermediate_size", "ffn_dim", "encoder_ffn_dim", "decoder_ffn_dim",
+                     "n_inner", "d_ff", "moe_intermediate_size",
+                     "shared_expert_intermediate_size"), FFN),
+    **dict.fromkeys(("num_experts", "num_local_experts", "n_routed_experts"), 4),
+    "num_experts_per_tok": 2,
+    "vocab_size": VOCAB,
+    # images: 64x64 still gives patch grids and CNN stages; 600x600 (EfficientNet)
+    # would take gigabytes
+    "image_size": IMAGE,
+}
+
+
+def _shrink_dict(d):
+    out = {}
+    # hierarchical vision models list heads per stage: their width must stay
+    # divisible by those counts, so it is left alone
+    staged = isinstance(d.get("num_heads"), list)
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out[k] = _shrink_dict(v)
+        elif staged and k in ("embed_dim", "hidden_size"):
+            out[k] = v
+        elif k in _SHRINK and isinstance(v, int) and not isinstance(v, bool) and v > _SHRINK[k]:
+            out[k] = _SHRINK[k]
+        else:
+            out[k] = v
+    layers = next((out[k] for k in ("num_hidden_layers", "num_layers", "n_layer") if k in out), None)
+    if isinstance(layers, int) and layers < d.get("num_hidden_layers", d.get("num_layers", 0) or 0):
+        for k, v in list(out.items()):
+            # per-layer settings must keep to the remaining layers
+            if isinstance(k, str) and k.endswith("layer_types") and isinstance(v, list):
+                out[k] = v[:layers]
+            elif k == "per_layer_config" and isinstance(v, dict):
+                out[k] = {i: c for i, c in v.items() if int(i) < layers}
+            elif k in ("out_features", "out_indices") and v is not None:
+                out[k] = None  # backbones: named stages may be gone; the last one is used
+    vocab = out.get("vocab_size")
+    if isinstance(vocab, int):
+        # special token ids must stay inside the shrunk vocabulary: give each
+        # large one its own id counting down from the top
+        fresh, remap = vocab - 1, {}
+
+        def fix(i):
+            nonlocal fresh
+            if not isinstance(i, int) or isinstance(i, bool) or i < vocab:
+                return i
+            if i not in remap:
+                remap[i], fresh = fresh, fresh - 1
+            return remap[i]
+        for k, v in list(out.items()):
+            if isinstance(k, str) and k.endswith(("_token_id", "_token_index", "_token_ids")):
+                out[k] = [fix(i) for i in v] if isinstance(v, list) else fix(v)
+    return out
+
+
+def shrink(config):
+    """A small config of the same type (few, narrow layers; tiny vocabulary).
+    Ids that checkpoints set but default configs leave out are filled in: a
+    padding id (sequence classification pools at the last non-pad token) and,
+    for encoder-decoders, the decoder start id (T5 uses its pad id)."""
+    d = _shrink_dict(config.to_dict())
+    if "pad_token_id" in d and d["pad_token_id"] is None:
+        d["pad_token_id"] = 0
+    if d.get("is_encoder_decoder") and d.get("decoder_start_token_id") is None:
+        d["decoder_start_token_id"] = d.get("pad_token_id") or 0
+    return type(config).from_dict(d)
+
+
+def architectures(tasks=None):
+    """[(class name, task, model type)], one row per class, first task wins."""
+    from transformers.models.auto import modeling_auto
+    seen = {}
+    for task, mapping in TASKS:
+        if tasks and task not in tasks:
+            continue
+        for model_type, names in getattr(modeling_auto, mapping).items():
+            for name in names if isinstance(names, (tuple, list)) else (names,):
+                seen.setdefault(name, (name, task, model_type))
+    return sorted(seen.values())
+
+
+def _sub(config, attr, default):
+    for c in (config, getattr(config, "vision_config", None), getattr(config, "encoder", None)):
+        v = getattr(c, attr, None) if c is not None else None
+        if isinstance(v, int):
+            return v
+        if isinstance(v, (list, tuple)) and v and isinstance(v[0], int):
+            return v[0]
+    return default
+
+
+def make_inputs(model, config, task, pixels=True):
+    """Seeded inputs for the parameters the model's forward accepts (images
+    for every model that takes them unless ``pixels`` is False)."""
+    import torch
+    g = torch.Generator().manual_seed(SEED)
+    params = inspect.signature(model.forward).parameters
+    vocab = getattr(config.get_text_config(), "vocab_size", None) or VOCAB
+    # ordinary tokens: above the usual low special ids, below the shrunk
+    # specials remapped to the top of the vocabulary
+    lo, hi = 4, max(5, min(vocab - 8, 64))
+    ids = torch.randint(lo, hi, (BATCH, SEQ), generator=g)
+    inputs = {}
+    if "input_ids" in params:
+        inputs["input_ids"] = ids
+        if "attention_mask" in params:
+            inputs["attention_mask"] = torch.ones(BATCH, SEQ, dtype=torch.long)
+    if "pixel_values" in params and pixels:
+        ch = _sub(config, "num_channels", 3)
+        size = _sub(config, "image_size", 224)
+        inputs["pixel_values"] = torch.randn(BATCH, ch, size, size, generator=g)
+    if model.main_input_name == "input_values" and "input_values" in params:
+        inputs["input_values"] = torch.randn(BATCH, 1600, generator=g)
+    if model.main_input_name == "input_features" and "input_features" in params:
+        mels = _sub(config, "num_mel_bins", 80)
+        frames = 2 * _sub(config, "max_source_positions", 50)
+        inputs["input_features"] = torch.randn(BATCH, mels, frames, generator=g)
+    if task in ("seq2seq-lm", "speech-seq2seq") or \
+            "decoder_input_ids" in params and task == "base":
+        dec = torch.randint(lo, hi, (BATCH, DEC_SEQ), generator=g)
+        if task == "seq2seq-lm" and "labels" in params:
+            inputs["labels"] = dec
+        elif "decoder_input_ids" in params:
+            inputs["decoder_input_ids"] = dec
+    elif task in ("causal-lm", "masked-lm") and "labels" in params and "input_ids" in inputs:
+        inputs["labels"] = ids.clone()
+    if "use_cache" in params:
+        inputs["use_cache"] = False
+    return inputs
+
+
+def _tensors(x, out, seen=None):
+    import torch
+    seen = set() if seen is None else seen
+    if id(x) in seen:
+        return out
+    seen.add(id(x))
+    if isinstance(x, torch.Tensor):
+        out.append(x)
+    elif isinstance(x, dict):
+        for v in x.values():
+            _tensors(v, out, seen)
+    elif isinstance(x, (list, tuple)):
+        for v in x:
+            _tensors(v, out, seen)
+    return out
+
+
+def compare(got, want):
+    """None if every tensor matches within tolerance, else the first problem."""
+    import torch
+    layout = _layout_problem(got, want)
+    if layout:
+        return layout
+    for i, (a, b) in enumerate(zip(_tensors(got, []), _tensors(want, []))):
+        a = a.detach().cpu()
+        b = b.detach()
+        if not a.is_floating_point():
+            if not torch.equal(a, b):
+                return f"output {i}: integer values differ"
+            continue
+        a, b = a.double(), b.double()
+        if not torch.equal(torch.isnan(a), torch.isnan(b)):
+            return f"output {i}: NaN pattern differs"
+        a, b = a.nan_to_num(0.0), b.nan_to_num(0.0)
+        scale = max(b.abs().max().item() if b.numel() else 0.0, SCALE_FLOOR)
+        err = (a - b).abs().max().item() if b.numel() else 0.0
+        if err > RTOL_SCALE * scale:
+            return f"output {i} {list(b.shape)}: max error {err:.3g} vs scale {scale:.3g}"
+    return None
+
+
+def _fallbacks():
+    import torch
+    return dict(torch.tpu._get_cache_stats().get("fallbacks", {}))
+
+
+def _delta(before, after):
+    return {k: v - before.get(k, 0) for k, v in after.items() if v - before.get(k, 0) > 0}
+
+
+def _short(e):
+    lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+    return f"{type(e).__name__}: {' '.join(lines[:2])[:300]}"
+
+
+def _loss(out):
+    loss = getattr(out, "loss", None)
+    if loss is None and isinstance(out, dict):
+        loss = out.get("loss")
+    return loss
+
+
+def run_arch(name, task, model_type, verbose=False):
+    import copy
+    import warnings
+
+    import torch
+    import transformers
+    from transformers import AutoConfig
+    warnings.filterwarnings("ignore")
+    rec = {"task": task, "model_type": model_type}
+    try:
+        cls = getattr(transformers, name)
+        config = shrink(AutoConfig.for_model(model_type))
+        torch.manual_seed(SEED)
+        model = cls(config).eval()
+        _unflatten_constant_weights(model)
+        inputs, want = _cpu_reference(model, config, task)
+    except Exception as e:  # noqa: BLE001  (any harness failure: not counted)
+        rec.update(status="skip", reason="cpu: " + _short(e))
+        return rec
+    before = _fallbacks()
+    try:
+        tmodel = copy.deepcopy(model).to("tpu")
+        tinputs = {k: v.to("tpu") if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
+        torch.manual_seed(SEED)  # draws from the CPU generator repeat the reference's
+        with torch.no_grad():
+            got = tmodel(**tinputs)
+        problem = compare(got, want)
+        if problem and _stochastic(model, inputs, want):
+            # sampled inside forward (MAE masking, ViLT patch sampling, vocoder
+            # noise): the devices draw different numbers, so shapes and dtypes only
+            rec.update(note="random inside forward: compared on shapes and dtypes", random=True)
+            problem = _layout_problem(got, want)
+        if problem and _matches_float64(model, inputs, got):
+            rec["note"] = f"cpu float32 was off ({problem}); tpu matches the float64 cpu result"
+            problem = None
+        rec.update(status="mismatch" if problem else "match", reason=problem or "")
+    except Exception as e:  # noqa: BLE001
+        rec.update(status="crash", reason=_short(e))
+    if task in LM_TASKS and rec["status"] != "crash":
+        rec["backward"] = _backward(model, tmodel, inputs, tinputs)
+    rec["fallbacks"] = _delta(before, _fallbacks())
+    if verbose:
+        print(name, rec, file=sys.stderr)
+    return rec
+
+
+def _layout_problem(got, want):
+    g, w = _tensors(got, []), _tensors(want, [])
+    if len(g) != len(w):
+        return f"{len(g)} output tensors, cpu gave {len(w)}"
+    for i, (a, b) in enumerate(zip(g, w)):
+        if a.shape != b.shape or a.dtype != b.dtype:
+            return f"output {i}: {a.dtype}{list(a.shape)} vs cpu {b.dtype}{list(b.shape)}"
+    return None
+
+
+def _stochastic(model, inputs, want):
+    """Whether a second CPU forward under another seed gives other outputs."""
+    import torch
+    torch.manual_seed(SEED + 7)
+    try:
+        with torch.no_grad():
+            return compare(model(**inputs), want) is not None
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def _matches_float64(model, inputs, got):
+    """Whether ``got`` matches the model run on the CPU in float64 (rounded to
+    float32). The CPU's float32 kernels are not exact either: a norm of
+    1e-24-sized values loses bits in its subnormal squares, for one. Where
+    float64 cannot run, the float32 CPU result stands."""
+    import copy
+
+    import torch
+    try:
+        m64 = copy.deepcopy(model).double()
+        in64 = {k: v.double() if isinstance(v, torch.Tensor) and v.is_floating_point() else v
+                for k, v in inputs.items()}
+        with torch.no_grad():
+            ref = _tensors(m64(**in64), [])
+    except Exception:  # noqa: BLE001
+        return False
+    g = _tensors(got, [])
+    ref = [r.to(t.dtype) if r.is_floating_point() and t.is_floating_point() else r
+           for r, t in zip(ref, g)]
+    return compare(g, ref) is None
+
+
+def _unflatten_constant_weights(model):
+    """Redraws matrices that initialise to one constant (MoE router gates
+    start at zero). Their scores tie exactly, and which of tied experts top-k
+    picks is unspecified (the CPU, CUDA and XLA choose differently), so such
+    a model compares tie-breaking rather than numerics."""
+    import torch
+    g = torch.Generator().manual_seed(SEED + 1)
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.dim() >= 2 and p.is_floating_point() and p.numel() > 1 and \
+                    bool((p == p.reshape(-1)[0]).all()):
+                p.copy_(torch.randn(p.shape, generator=g) * 0.02)
+
+
+def _cpu_reference(model, config, task):
+    """(inputs, CPU outputs); text-only inputs where images without their
+    placeholder tokens are rejected (multimodal LMs)."""
+    import torch
+    inputs = make_inputs(model, config, task)
+    try:
+        torch.manual_seed(SEED)
+        with torch.no_grad():
+            return inputs, model(**inputs)
+    except Exception as first:  # noqa: BLE001
+        if "pixel_values" not in inputs:
+            raise
+        inputs = make_inputs(model, config, task, pixels=False)
+        try:
+            torch.manual_seed(SEED)
+            with torch.no_grad():
+                return inputs, model(**inputs)
+        except Exception:  # noqa: BLE001
+            raise first from None
+
+
+def _backward(model, tmodel, inputs, tinputs):
+    try:
+        loss_cpu = _loss(model(**inputs))
+        if loss_cpu is None:
+            return {"status": "skip", "reason": "no loss"}
+        loss_cpu.backward()
+    except Exception as e:  # noqa: BLE001
+        return {"status": "skip", "reason": "cpu: " + _short(e)}
+    try:
+        _loss(tmodel(**tinputs)).backward()
+        names = dict(model.named_parameters())
+        for n, p in tmodel.named_parameters():
+            ref = names[n].grad
+            if (p.grad is None) != (ref is None):
+                return {"status": "mismatch", "reason": f"{n}: grad presence differs"}
+            if ref is not None:
+                problem = compare(p.grad, ref)
+                if problem:
+                    return {"status": "mismatch", "reason": f"{n}: {problem}"}
+        return {"status": "match"}
+    except Exception as e:  # noqa: BLE001
+        return {"status": "crash", "reason": _short(e)}
+
+
+def _worker(args):
+    import torch  # noqa: F401
+
+    import torch_tpu  # noqa: F401
+    rows = json.loads(args.rows)
+    with open(args.result, "a") as out:
+        for i in range(args.start, min(args.end, len(rows))):
+            name, task, model_type = rows[i]
+            out.write(json.dumps({"begin": i}) + "\n")
+            out.flush()
+            t0 = time.time()
+            rec = run_arch(name, task, model_type, args.verbose)
+            rec["seconds"] = round(time.time() - t0, 1)
+            out.write(json.dumps({"done": i, "arch": name, "result": rec}) + "\n")
+            out.flush()
+
+
+def _drive(args, rows):
+    from . import _isolate
+    rows_path = args.json + ".rows"
+    with open(rows_path, "w") as f:
+        json.dump(rows, f)
+
+    def command(start, end):
+        return [sys.executable, "-m", "torch_tpu.zoo", "--worker", "--start", str(start),
+                "--end", str(end), "--rows", rows_path, "--result", args.json + ".partial"] + \
+            (["-v"] if args.verbose else [])
+
+    def lost(i, why):
+        name, task, model_type = rows[i]
+        if why == "hung":
+            why = f"hung (no result in {args.timeout} s)"
+        return {"arch": name, "result": {"task": task, "model_type": model_type,
+                                         "status": "crash", "reason": why, "fallbacks": {}}}
+
+    done = _isolate.run(command, len(rows), args.json + ".partial", args.timeout, lost,
+                        chunk=_CHUNK)
+    os.replace(args.json + ".partial", args.json)
+    os.remove(rows_path)
+    return {rec["arch"]: rec["result"] for rec in done}
+
+
+def totals(results):
+    """Counts and rates: forward over architectures the CPU ran; backward over causal LMs."""
+    fwd = collections.Counter(r["status"] for r in results.values())
+    counted = fwd["match"] + fwd["mismatch"] + fwd["crash"]
+    bwd = collections.Counter(r["backward"]["status"] for r in results.values()
+                              if r["task"] == "causal-lm" and "backward" in r)
+    bwd["crash"] += sum(1 for r in results.values() if r["task"] == "causal-lm"
+                        and r["status"] == "crash")
+    bcounted = bwd["match"] + bwd["mismatch"] + bwd["crash"]
+    fallbacks = collections.Counter()
+    for r in results.values():
+        for op in r.get("fallbacks", {}):
+            fallbacks[op] += 1
+    pct = lambda a, b: 100.0 * a / b if b else 0.0  # noqa: E731
+    return {
+        "random": sum(1 for r in results.values() if r.get("random")),
+        "architectures": len(results), "skipped": fwd["skip"], "counted": counted,
+        "match": fwd["match"], "mismatch": fwd["mismatch"], "crash": fwd["crash"],
+        "ran_pct": pct(fwd["match"] + fwd["mismatch"], counted), "match_pct": pct(fwd["match"], counted),
+        "causal_backward_counted": bcounted, "causal_backward_match": bwd["match"],
+        "causal_backward_pct": pct(bwd["match"], bcounted), "fallback_ops": dict(fallbacks),
+    }
+
+
+def report(results):
+    t = totals(results)
+    lines = [
+        f"Architectures: {t['architectures']} ({t['skipped']} skipped: the harness could not run "
+        f"them on the CPU), counted: {t['counted']}",
+        f"Forward ran on tpu: {t['match'] + t['mismatch']}/{t['counted']} ({t['ran_pct']:.1f}%); "
+        f"matched the CPU: {t['match']}/{t['counted']} ({t['match_pct']:.1f}%); "
+        f"mismatch: {t['mismatch']}; crash: {t['crash']}; of the matches, {t['random']} sample "
+        f"inside forward and were compared on shapes and dtypes only",
+        f"Causal-LM backward matched the CPU: {t['causal_backward_match']}/"
+        f"{t['causal_backward_counted']} ({t['causal_backward_pct']:.1f}%)",
+        "Ops that fell back to the CPU (architectures using them): " +
+        (", ".join(f"{k} ({v})" for k, v in sorted(t["fallback_ops"].items(), key=lambda kv: -kv[1]))
+         or "none"),
+    ]
+    return "\n".join(lines)
+
+
+def by_task(results):
+    rows = ["| task | architectures | skipped | counted | ran | matched |", "|---|---|---|---|---|---|"]
+    for task, _ in TASKS:
+        rs = [r for r in results.values() if r["task"] == task]
+        c = collections.Counter(r["status"] for r in rs)
+        counted = c["match"] + c["mismatch"] + c["crash"]
+        rows.append(f"| {task} | {len(rs)} | {c['skip']} | {counted} | "
+                    f"{c['match'] + c['mismatch']} | {c['match']} |")
+    return "\n".join(rows)
+
+
+def details(results):
+    rows = ["| architecture | task | forward | backward | fallbacks | problem |",
+            "|---|---|---|---|---|---|"]
+    for name in sorted(results):
+        r = results[name]
+        b = r.get("backward", {})
+        reason = r.get("reason") or b.get("reason") or r.get("note", "")
+        rows.append(f"| {name} | {r['task']} | {r['status']} | {b.get('status', '-')} | "
+                    f"{', '.join(sorted(r.get('fallbacks', {})))} | "
+                    f"{reason.replace('|', '/')[:160]} |")
+    return "\n".join(rows)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--fast", action="store_true", help="the CI slice")
+    ap.add_argument("--archs", default="", help="comma-separated model class names")
+    ap.add_argument("--tasks", default="", help="comma-separated task labels (see TASKS)")
+    ap.add_argument("--every", type=int, default=1,
+                    help="run every N-th architecture of the sorted list (a spread sample)")
+    ap.add_argument("--report", default="", help="only write the report from this results JSON "
+                    "(a finished run or its .partial file)")
+    ap.add_argument("--timeout", type=int, default=300, help="seconds on one architecture = hung")
+    ap.add_argument("--json", default="zoo.json")
+    ap.add_argument("--markdown", default="", help="write the report here")
+    ap.add_argument("-v", "--verbose", action="store_true")
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--start", type=int, default=0, help=argparse.SUPPRESS)
+    ap.add_argument("--end", type=int, default=1 << 30, help=argparse.SUPPRESS)
+    ap.add_argument("--rows", default="", help=argparse.SUPPRESS)
+    ap.add_argument("--result", default="", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.worker:
+        with open(args.rows) as f:
+            args.rows = f.read()
+        return _worker(args)
+    os.environ.setdefault("TORCH_DEVICE_BACKEND_AUTOLOAD", "1")
+    rows = architectures(set(t for t in args.tasks.split(",") if t))
+    wanted = set(FAST_ARCHS) if args.fast else set(a for a in args.archs.split(",") if a)
+    if wanted:
+        unknown = wanted - {r[0] for r in rows}
+        if unknown:
+            ap.error("not in the auto mappings: " + ", ".join(sorted(unknown)))
+        rows = [r for r in rows if r[0] in wanted]
+    rows = rows[::args.every]
+    if args.report:
+        return _write_report(args, _load(args.report), elapsed=None)
+    t0 = time.time()
+    results = _drive(args, rows)
+    return _write_report(args, results, time.time() - t0)
+
+
+def _load(path):
+    with open(path) as f:
+        return {rec["arch"]: rec["result"] for rec in map(json.loads, f) if "done" in rec}
+
+
+def _write_report(args, results, elapsed):
+    took = f", {elapsed / 60:.0f} min" if elapsed is not None else ""
+    print(report(results) + f"\n({len(results)} architectures{took})")
+    if args.markdown:
+        text = ["# Hugging Face model zoo on tpu vs CPU",
+                f"Command: `python -m torch_tpu.zoo {' '.join(sys.argv[1:])}`{took}",
+                *report(results).splitlines(), by_task(results), details(results)]
+        with open(args.markdown, "w") as f:
+            f.write("\n\n".join(text) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
