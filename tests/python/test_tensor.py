@@ -186,3 +186,16 @@ def test_copies_of_conjugate_and_negative_views():
     assert torch.equal(e.cpu(), z.conj())
     n = torch._neg_view(torch.tensor([1.0, -2.0]))
     assert torch.equal(n.to("tpu").cpu(), torch.tensor([-1.0, 2.0]))
+
+
+def test_deepcopy_of_a_module_on_tpu():
+    import copy
+    torch.manual_seed(0)
+    m = torch.nn.Linear(4, 3).to("tpu")
+    m2 = copy.deepcopy(m)
+    assert m2.weight.device.type == "tpu"
+    assert m2.weight.data_ptr() != m.weight.data_ptr()
+    x = torch.randn(2, 4).to("tpu")
+    assert torch.equal(m2(x).cpu(), m(x).cpu())
+    m2.weight.data.add_(1)  # the copy owns its storage
+    assert not torch.equal(m2.weight.cpu(), m.weight.cpu())
