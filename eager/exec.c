@@ -513,6 +513,11 @@ static tpr_status_t run_locked(const tpr_eager_call_t* call) {
     return TPR_ERR(FAILED_PRECONDITION, "the tpu runtime is not initialized");
   if (!graph) TPR_RETURN_IF_ERROR(tpr_graph_create(&graph));
   bool fused = fusing();
+  // Ops recorded in fused mode still pending after a switch to strict or
+  // debug mode (e.g. launch blocking turned on directly) run first, as a
+  // fused graph of their own.
+  if (graph_ops > 0 && !fused)
+    TPR_RETURN_IF_ERROR(tpr_fused_flush_locked(TPR_CUT_MODE_CHANGE));
   if (graph_ops > 0 && call->device != graph_device)
     TPR_RETURN_IF_ERROR(tpr_fused_flush_locked(TPR_CUT_DEVICE_CHANGE));
   graph_device = call->device;

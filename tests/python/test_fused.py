@@ -249,3 +249,17 @@ def test_metrics_report_names_what_happened(from_strict):
     assert "cuts: host_read 1" in report
     assert f"host->device: {s['h2d_transfers']} transfers" in report
     assert "CPU fallbacks: none" in report
+
+
+def test_launch_blocking_turned_on_directly_runs_pending_ops_first(from_strict):
+    x = torch.ones(3, device="tpu")
+    with torch_tpu.execution_mode("fused"):
+        y = x * 4  # pending
+        before = cuts()
+        torch_tpu._C._set_launch_blocking(True)
+        try:
+            z = y + 1  # debug mode: runs now, after the pending multiply
+        finally:
+            torch_tpu._C._set_launch_blocking(False)
+        assert delta(before, cuts()) == {"mode_change": 1}
+        torch.testing.assert_close(z.cpu(), torch.full((3,), 5.0))
