@@ -13,7 +13,8 @@
 // each result into its target window, and swaps the new buffers into the
 // target storages, so every alias of a storage sees the write. The graph is
 // hashed and its executable cached, so a repeated op signature compiles
-// once. Execution is asynchronous unless the context runs in launch-blocking
+// once. In fused mode (below) the op is appended to a pending graph that
+// runs later, at a cut. Execution is asynchronous unless the context runs in launch-blocking
 // mode; a computation's error then surfaces when a result is read.
 //
 // The executor is thread-safe (one lock): PyTorch runs backward on its own
@@ -65,7 +66,9 @@ tpr_status_t tpr_storage_create(int ordinal, size_t nbytes,
                                 tpr_storage_t** out_storage)
     TPR_MUST_USE_RESULT;
 tpr_storage_t* tpr_storage_retain(tpr_storage_t* storage);
-void tpr_storage_release(tpr_storage_t* storage);  // NULL is fine
+// NULL is fine. Takes the executor lock (a dying storage leaves the pending
+// graph), so never call it with that lock held.
+void tpr_storage_release(tpr_storage_t* storage);
 size_t tpr_storage_nbytes(const tpr_storage_t* storage);
 int tpr_storage_device(const tpr_storage_t* storage);
 // The current buffer (borrowed), or NULL if never written.
@@ -152,15 +155,15 @@ typedef enum tpr_cut_cause {
   TPR_CUT_HOST_READ = 0,   // .cpu(), .item(), printing, data-dependent shapes
   TPR_CUT_HOST_WRITE,      // a host copy into a storage the graph touches
   TPR_CUT_SYNCHRONIZE,     // torch.tpu.synchronize()
-  TPR_CUT_SIZE_LIMIT,      // the graph reached its node bound
+  TPR_CUT_SIZE_LIMIT,      // the graph reached its op bound
   TPR_CUT_DEVICE_CHANGE,   // an op on another device
   TPR_CUT_MODE_CHANGE,     // leaving fused mode
   TPR_CUT_RESIZE,          // a storage the graph touches changed size
   TPR_CUT_EXPLICIT,        // tpr_eager_flush from the API (mark_step)
   TPR_CUT_OTHER,           // anything that reads storages directly
-  TPR_CUT_LOOP,            // a repeating op sequence reached the point where
-                           // the last size-limit cut happened, so loops
-                           // without a sync still reuse one graph
+  TPR_CUT_LOOP,            // a repeating op sequence reached a point where
+                           // a size-limit cut happened before, so loops
+                           // without a sync reuse a few graphs
   TPR_CUT_COUNT_
 } tpr_cut_cause_t;
 
