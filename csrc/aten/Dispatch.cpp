@@ -12,6 +12,7 @@
 #include <cstring>
 #include <deque>
 #include <map>
+#include <set>
 #include <memory>
 #include <unordered_map>
 #include <mutex>
@@ -637,12 +638,19 @@ TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
 // run) per tensor, native_layer_norm decomposes through batch_norm, and
 // convolutions end in convolution_overrideable, which has no meta kernel to
 // give result types. Claiming them for tpu runs each as one graph through
-// its rule.
+// its rule. The hottest structured ops are claimed too: their inherited
+// functional and in-place forms run PyTorch's meta and output allocation,
+// then call the out= form, about a microsecond per op before our kernel.
 bool claimed(const std::string& name) {
   static const std::string kForeach = "aten::_foreach_";
+  static const std::set<std::string> kHot = {
+      "aten::add.Tensor",  "aten::sub.Tensor",  "aten::mul.Tensor", "aten::div.Tensor",
+      "aten::add_.Tensor", "aten::sub_.Tensor", "aten::mul_.Tensor", "aten::div_.Tensor",
+      "aten::addmm",       "aten::mm",          "aten::bmm"};
   return name.compare(0, kForeach.size(), kForeach) == 0 ||
          name == "aten::native_layer_norm" || name == "aten::convolution" ||
-         name == "aten::_convolution" || name == "aten::convolution_backward";
+         name == "aten::_convolution" || name == "aten::convolution_backward" ||
+         kHot.count(name) > 0;
 }
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {

@@ -115,6 +115,18 @@ std::unordered_map<std::string, Fn> make_table() {
                                                   a[4].toInt(), M(a, 5), M(a, 6));
          return {std::get<0>(r), std::get<1>(r)};
        }},
+      // Functional and in-place forms of the ops Dispatch.cpp claims.
+      OUT1("aten::add.Tensor", at::meta::add(T(a, 0), T(a, 1), a[2].toScalar())),
+      OUT1("aten::sub.Tensor", at::meta::sub(T(a, 0), T(a, 1), a[2].toScalar())),
+      OUT1("aten::mul.Tensor", at::meta::mul(T(a, 0), T(a, 1))),
+      OUT1("aten::div.Tensor", at::meta::div(T(a, 0), T(a, 1))),
+      OUT1("aten::add_.Tensor", at::meta::add_(M(a, 0), T(a, 1), a[2].toScalar())),
+      OUT1("aten::sub_.Tensor", at::meta::sub_(M(a, 0), T(a, 1), a[2].toScalar())),
+      OUT1("aten::mul_.Tensor", at::meta::mul_(M(a, 0), T(a, 1))),
+      OUT1("aten::div_.Tensor", at::meta::div_(M(a, 0), T(a, 1))),
+      OUT1("aten::addmm", at::meta::addmm(T(a, 0), T(a, 1), T(a, 2), a[3].toScalar(), a[4].toScalar())),
+      OUT1("aten::mm", at::meta::mm(T(a, 0), T(a, 1))),
+      OUT1("aten::bmm", at::meta::bmm(T(a, 0), T(a, 1))),
       // In-place fills keep self's metadata; the mask must broadcast to self
       // (otherwise PyTorch's meta kernel raises its error).
       {"aten::zero_", [](Stack& a) -> Stack { return {a[0]}; }},
