@@ -134,7 +134,9 @@ std::unordered_map<std::string, Fn> make_table() {
       {"aten::masked_fill_.Scalar", [](Stack& a) -> Stack {
          const auto& self = T(a, 0);
          const auto& mask = T(a, 1);
-         if (mask.scalar_type() != at::kBool || mask.dim() > self.dim()) return {};
+         // A mask on another device (not a meta twin) is PyTorch's to judge.
+         if (!mask.is_meta() || mask.scalar_type() != at::kBool || mask.dim() > self.dim())
+           return {};
          for (int64_t i = 1; i <= mask.dim(); i++) {
            int64_t m = mask.size(-i), s = self.size(-i);
            if (m != s && m != 1) return {};
