@@ -15,6 +15,14 @@ def pytest_configure(config):
 
 
 @pytest.fixture
+def no_fallback(monkeypatch):
+    """Ops without a tpu lowering raise instead of running on the CPU, so a
+    passing op test proves the op is native (modules opt in with
+    ``pytestmark = pytest.mark.usefixtures("no_fallback")``)."""
+    monkeypatch.setenv("TORCH_TPU_FALLBACK", "0")
+
+
+@pytest.fixture
 def tpu():
     return torch.device("tpu")
 

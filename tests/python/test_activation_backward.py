@@ -6,7 +6,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from test_distance_backward import grads, no_fallback  # noqa: F401 (autouse fixture)
+from test_distance_backward import grads
+
+pytestmark = pytest.mark.usefixtures("no_fallback")
 
 TOL = {torch.float32: dict(rtol=1e-5, atol=1e-6), torch.float64: dict(rtol=1e-12, atol=1e-12)}
 

@@ -6,9 +6,7 @@ import torch
 import torch.nn.functional as F
 
 
-@pytest.fixture(autouse=True)
-def _no_fallback(monkeypatch):
-    monkeypatch.setenv("TORCH_TPU_FALLBACK", "0")
+pytestmark = pytest.mark.usefixtures("no_fallback")
 
 
 def _check(tpu, weight, inp, **kw):

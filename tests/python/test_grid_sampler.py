@@ -16,9 +16,7 @@ MODES = ["bilinear", "nearest", "bicubic"]
 PADS = ["zeros", "border", "reflection"]
 
 
-@pytest.fixture(autouse=True)
-def no_fallback(monkeypatch):
-    monkeypatch.setenv("TORCH_TPU_FALLBACK", "0")
+pytestmark = pytest.mark.usefixtures("no_fallback")
 
 
 def make(n=2, c=3, h=5, w=7, ho=4, wo=6, spread=1.6, seed=0):

@@ -16,9 +16,7 @@ SPECIAL = [(0.0, 1.0), (0.0, 0.0), (2.0, 0.0), (float("inf"), 3.0), (float("inf"
            (3.0, float("inf")), (-1.0, 2.0), (2.0, -1.0), (float("nan"), 1.0), (1.0, float("nan"))]
 
 
-@pytest.fixture(autouse=True)
-def no_fallback(monkeypatch):
-    monkeypatch.setenv("TORCH_TPU_FALLBACK", "0")
+pytestmark = pytest.mark.usefixtures("no_fallback")
 
 
 def grid(dtype, a_vals, x_vals):

@@ -15,9 +15,7 @@ TOL = {torch.float32: dict(rtol=1e-4, atol=1e-4), torch.float64: dict(rtol=1e-10
 DTYPES = [torch.float32, torch.float64]
 
 
-@pytest.fixture(autouse=True)
-def no_fallback(monkeypatch):
-    monkeypatch.setenv("TORCH_TPU_FALLBACK", "0")
+pytestmark = pytest.mark.usefixtures("no_fallback")
 
 
 def mat(*shape, dtype, seed=0):

@@ -16,9 +16,7 @@ TOL = {torch.float32: dict(rtol=1e-5, atol=1e-5), torch.bfloat16: dict(rtol=3.2e
 FLOATS = [torch.float32, torch.bfloat16]
 
 
-@pytest.fixture(autouse=True)
-def no_fallback(monkeypatch):
-    monkeypatch.setenv("TORCH_TPU_FALLBACK", "0")
+pytestmark = pytest.mark.usefixtures("no_fallback")
 
 
 def randn(shape, dtype, seed):

@@ -16,9 +16,7 @@ TOL = {torch.float32: dict(rtol=1.3e-6, atol=1e-5), torch.float64: dict(rtol=1e-
 TRANSCENDENTAL_TOL = {torch.float32: dict(rtol=2e-6, atol=2e-6)}
 
 
-@pytest.fixture(autouse=True)
-def no_fallback(monkeypatch):
-    monkeypatch.setenv("TORCH_TPU_FALLBACK", "0")
+pytestmark = pytest.mark.usefixtures("no_fallback")
 
 
 def rand(*shape, dtype=torch.float32, low=-3.0, high=3.0, seed=0):

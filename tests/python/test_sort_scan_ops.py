@@ -14,9 +14,7 @@ FLOATS = [torch.float32, torch.bfloat16]
 SCAN_TOL = {torch.float32: dict(rtol=1e-5, atol=1e-5), torch.bfloat16: dict(rtol=1.6e-2, atol=1e-2)}
 
 
-@pytest.fixture(autouse=True)
-def no_fallback(monkeypatch):
-    monkeypatch.setenv("TORCH_TPU_FALLBACK", "0")
+pytestmark = pytest.mark.usefixtures("no_fallback")
 
 
 def with_nan_ties(dtype):

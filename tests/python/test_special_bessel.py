@@ -19,9 +19,7 @@ FNS = [
 ]
 
 
-@pytest.fixture(autouse=True)
-def no_fallback(monkeypatch):
-    monkeypatch.setenv("TORCH_TPU_FALLBACK", "0")
+pytestmark = pytest.mark.usefixtures("no_fallback")
 
 
 def inputs(dtype):

@@ -13,9 +13,7 @@ ELEM_TOL = dict(rtol=1e-5, atol=1e-5)
 FFT_TOL = dict(rtol=1e-4, atol=1e-4)
 
 
-@pytest.fixture(autouse=True)
-def no_fallback(monkeypatch):
-    monkeypatch.setenv("TORCH_TPU_FALLBACK", "0")
+pytestmark = pytest.mark.usefixtures("no_fallback")
 
 
 def rand(*shape, low=-3.0, high=3.0, seed=0):

@@ -19,9 +19,7 @@ CASES = [  # (input h, w), output size or scale factor
 ]
 
 
-@pytest.fixture(autouse=True)
-def no_fallback(monkeypatch):
-    monkeypatch.setenv("TORCH_TPU_FALLBACK", "0")
+pytestmark = pytest.mark.usefixtures("no_fallback")
 
 
 @pytest.mark.parametrize("shape,kw", CASES)
