@@ -552,6 +552,12 @@ tpr_status_t tpr_eager_run(const tpr_eager_call_t* call) {
   return s;
 }
 
+tpr_status_t tpr_fused_settle_locked(const tpr_storage_t* storage,
+                                     tpr_cut_cause_t cause) {
+  return storage && find_slot(storage) ? tpr_fused_flush_locked(cause)
+                                       : tpr_ok_status();
+}
+
 void tpr_fused_forget_storage(tpr_storage_t* storage) {
   slot_t* slot = find_slot(storage);
   if (slot) slot->storage = NULL;
@@ -632,9 +638,7 @@ tpr_status_t tpr_tensor_write_host(const tpr_tensor_ref_t* ref,
                                              ref->dtype, &numel, 1, data, &b));
     tpr_eager_lock();
     // The pending graph may read the old contents: run it first.
-    tpr_status_t s = find_slot(ref->storage)
-                         ? tpr_fused_flush_locked(TPR_CUT_HOST_WRITE)
-                         : tpr_ok_status();
+    tpr_status_t s = tpr_fused_settle_locked(ref->storage, TPR_CUT_HOST_WRITE);
     tpr_storage_swap_buffer(ref->storage, b);
     tpr_eager_unlock();
     return s;
@@ -658,8 +662,7 @@ tpr_status_t tpr_tensor_write_host(const tpr_tensor_ref_t* ref,
 static tpr_status_t settled_buffer(tpr_storage_t* storage, tpr_buffer_t** out) {
   *out = NULL;
   tpr_eager_lock();
-  tpr_status_t s = find_slot(storage) ? tpr_fused_flush_locked(TPR_CUT_HOST_READ)
-                                      : tpr_ok_status();
+  tpr_status_t s = tpr_fused_settle_locked(storage, TPR_CUT_HOST_READ);
   if (tpr_status_is_ok(s) && storage->lost) s = lost_error();
   if (tpr_status_is_ok(s)) *out = tpr_buffer_retain(storage->buffer);
   tpr_eager_unlock();
@@ -727,12 +730,10 @@ static tpr_status_t lower_resize(tpr_lower_ctx_t* ctx) {
 
 tpr_status_t tpr_storage_resize(tpr_storage_t* storage, size_t nbytes) {
   tpr_eager_lock();
-  if (find_slot(storage)) {
-    tpr_status_t s = tpr_fused_flush_locked(TPR_CUT_RESIZE);
-    if (!tpr_status_is_ok(s)) {
-      tpr_eager_unlock();
-      return s;
-    }
+  tpr_status_t settled = tpr_fused_settle_locked(storage, TPR_CUT_RESIZE);
+  if (!tpr_status_is_ok(settled)) {
+    tpr_eager_unlock();
+    return settled;
   }
   tpr_buffer_t* b = storage->buffer;
   size_t old = storage->nbytes;

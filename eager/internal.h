@@ -50,6 +50,11 @@ void tpr_disk_cache_store(const uint64_t key[2], tpr_executable_t* exe);
 // replaces storage->buffer outside tpr_eager_run must call it first.
 tpr_status_t tpr_fused_flush_locked(tpr_cut_cause_t cause);
 
+// tpr_fused_flush_locked, but only when the pending graph reads or writes
+// |storage| (its buffer is then current); lock held.
+tpr_status_t tpr_fused_settle_locked(const tpr_storage_t* storage,
+                                     tpr_cut_cause_t cause);
+
 // Drops a dying storage from the pending graph; lock held.
 void tpr_fused_forget_storage(tpr_storage_t* storage);
 

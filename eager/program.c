@@ -167,9 +167,10 @@ bool tpr_program_input_ok(const tpr_program_t* p, int index,
     if (ref->sizes[i] != t->dims[i] || (t->dims[i] != 1 && ref->strides[i] != dense))
       return false;
   tpr_eager_lock();
-  bool ok = tpr_status_is_ok(tpr_fused_flush_locked(TPR_CUT_OTHER)) &&
-            storage_is_input(t, ref->storage);
+  tpr_status_t s = tpr_fused_settle_locked(ref->storage, TPR_CUT_OTHER);
+  bool ok = tpr_status_is_ok(s) && storage_is_input(t, ref->storage);
   tpr_eager_unlock();
+  tpr_status_free(s);
   return ok;
 }
 
@@ -178,7 +179,8 @@ static tpr_status_t run_locked(tpr_program_t* p, int device,
                                tpr_storage_t* const* outputs,
                                tpr_buffer_t** args, bool* donate,
                                tpr_buffer_t** results) {
-  TPR_RETURN_IF_ERROR(tpr_fused_flush_locked(TPR_CUT_OTHER));
+  for (int i = 0; i < p->num_inputs; i++)
+    TPR_RETURN_IF_ERROR(tpr_fused_settle_locked(inputs[i], TPR_CUT_OTHER));
   for (int i = 0; i < p->num_inputs; i++) {
     if (!storage_is_input(&p->input_types[i], inputs[i])) {
       char buf[96];

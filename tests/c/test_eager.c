@@ -153,38 +153,56 @@ TPR_TEST(eager_fused_host_write_and_size_limit) {
   CHECK_OK(tpr_eager_trim());
 }
 
-TPR_TEST(eager_fused_loop_without_sync_reuses_one_graph) {
-  CHECK_OK(init_context());
-  CHECK_OK(tpr_eager_set_fused(true));
-  tpr_eager_set_fuse_max_ops(40);
-  float av[2] = {1, 1}, out[2];
-  tpr_storage_t *a, *b;
-  CHECK_OK(new_vec(av, 2, &a));
-  CHECK_OK(new_vec(av, 2, &b));
+// A loop body over vectors a and b: op |k| of |body_len|.
+typedef tpr_status_t (*loop_op_fn)(int k, const tpr_tensor_ref_t* a,
+                                   const tpr_tensor_ref_t* b);
+
+// Runs |iters| iterations of a |body_len|-op body in fused mode with the size
+// bound |max_ops| and no sync point; reports the cache misses halfway and at
+// the end, the stats, and a's final value.
+static tpr_status_t run_unsynced_loop(int64_t max_ops, int iters, int body_len,
+                                      loop_op_fn op, int64_t* misses_mid,
+                                      tpr_eager_stats_t* st, float out[2]) {
+  TPR_RETURN_IF_ERROR(tpr_eager_set_fused(true));
+  tpr_eager_set_fuse_max_ops(max_ops);
+  float ones[2] = {1, 1};
+  tpr_storage_t *a = NULL, *b = NULL;
+  tpr_status_t s = new_vec(ones, 2, &a);
+  if (tpr_status_is_ok(s)) s = new_vec(ones, 2, &b);
   tpr_tensor_ref_t ra = vec_ref(a, 2), rb = vec_ref(b, 2);
   tpr_eager_reset_stats();
-  int64_t misses_mid = 0;
-  // A loop body of 7 ops (period not dividing the bound), never synced.
-  for (int it = 0; it < 100; it++) {
-    for (int k = 0; k < 3; k++) CHECK_OK(binary(lower_add, &ra, &rb, &ra));
-    for (int k = 0; k < 4; k++) CHECK_OK(binary(lower_mul, &rb, &rb, &rb));
-    if (it == 50) {
-      tpr_eager_stats_t st;
-      tpr_eager_get_stats(&st);
-      misses_mid = st.cache_misses;
+  for (int it = 0; it < iters && tpr_status_is_ok(s); it++) {
+    for (int k = 0; k < body_len && tpr_status_is_ok(s); k++) s = op(k, &ra, &rb);
+    if (it == iters / 2) {
+      tpr_eager_get_stats(st);
+      *misses_mid = st->cache_misses;
     }
   }
+  tpr_eager_get_stats(st);
+  if (tpr_status_is_ok(s)) s = tpr_tensor_read_host(&ra, out, 2 * sizeof(float));
+  tpr_eager_set_fuse_max_ops(0);
+  s = tpr_status_join(s, tpr_eager_set_fused(false));
+  tpr_storage_release(a);
+  tpr_storage_release(b);
+  return s;
+}
+
+// 3 adds into a, 4 squarings of b: 7 ops, a period not dividing the bound.
+static tpr_status_t seven_op_body(int k, const tpr_tensor_ref_t* a,
+                                  const tpr_tensor_ref_t* b) {
+  return k < 3 ? binary(lower_add, a, b, a) : binary(lower_mul, b, b, b);
+}
+
+TPR_TEST(eager_fused_loop_without_sync_reuses_one_graph) {
+  CHECK_OK(init_context());
+  int64_t misses_mid = 0;
   tpr_eager_stats_t st;
-  tpr_eager_get_stats(&st);
+  float out[2];
+  CHECK_OK(run_unsynced_loop(40, 100, 7, seven_op_body, &misses_mid, &st, out));
   CHECK(st.cuts[TPR_CUT_LOOP] >= 10);
   CHECK(st.cache_misses == misses_mid);  // nothing new after warm-up
   CHECK(st.cache_misses <= 3);  // the first cut, the loop graph, and maybe one in between
-  CHECK_OK(tpr_tensor_read_host(&ra, out, sizeof out));
   CHECK(out[0] == 301.0f);  // b stays 1 (1*1), a gains 3 per iteration
-  tpr_eager_set_fuse_max_ops(0);
-  CHECK_OK(tpr_eager_set_fused(false));
-  tpr_storage_release(a);
-  tpr_storage_release(b);
   CHECK_OK(tpr_eager_trim());
 }
 
@@ -218,35 +236,20 @@ TPR_TEST(eager_executable_cache_evicts_least_recently_used) {
   CHECK_OK(tpr_eager_trim());
 }
 
+// 27 ops into a (5 runs of alternating adds and multiplies), longer than
+// the bound.
+static tpr_status_t long_body(int k, const tpr_tensor_ref_t* a,
+                              const tpr_tensor_ref_t* b) {
+  return binary((k % 5 + k / 5) % 2 ? lower_add : lower_mul, a, b, a);
+}
+
 TPR_TEST(eager_fused_loop_longer_than_the_bound_settles) {
   CHECK_OK(init_context());
-  CHECK_OK(tpr_eager_set_fused(true));
-  tpr_eager_set_fuse_max_ops(10);
-  float av[2] = {1, 1}, out[2];
-  tpr_storage_t *a, *b;
-  CHECK_OK(new_vec(av, 2, &a));
-  CHECK_OK(new_vec(av, 2, &b));
-  tpr_tensor_ref_t ra = vec_ref(a, 2), rb = vec_ref(b, 2);
-  tpr_eager_reset_stats();
   int64_t misses_mid = 0;
-  // A 27-op loop body (5 runs of distinct ops), longer than the bound.
-  for (int it = 0; it < 60; it++) {
-    for (int k = 0; k < 27; k++)
-      CHECK_OK(binary((k % 5 + k / 5) % 2 ? lower_add : lower_mul, &ra, &rb, &ra));
-    if (it == 30) {
-      tpr_eager_stats_t st;
-      tpr_eager_get_stats(&st);
-      misses_mid = st.cache_misses;
-    }
-  }
   tpr_eager_stats_t st;
-  tpr_eager_get_stats(&st);
+  float out[2];
+  CHECK_OK(run_unsynced_loop(10, 60, 27, long_body, &misses_mid, &st, out));
   CHECK(st.cache_misses == misses_mid);  // settled: nothing new compiles
   CHECK(st.cache_misses <= 12);
-  CHECK_OK(tpr_tensor_read_host(&ra, out, sizeof out));
-  tpr_eager_set_fuse_max_ops(0);
-  CHECK_OK(tpr_eager_set_fused(false));
-  tpr_storage_release(a);
-  tpr_storage_release(b);
   CHECK_OK(tpr_eager_trim());
 }
