@@ -71,6 +71,7 @@ LW_DECLARE_TABLE(view);  // view ops as values, for compiled graphs (rules_view.
 // margin losses and other late additions (rules_more.c)
 LW_DECLARE_TABLE(more);
 LW_DECLARE_TABLE(hf);  // ops Hugging Face models reach (rules_hf.c)
+LW_DECLARE_TABLE(optim);  // fused optimizer steps (rules_optim.c)
 
 
 #define LW_DEFINE_TABLE(group, ...)                                  \

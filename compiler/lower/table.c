@@ -41,6 +41,7 @@ static const group_t kGroups[] = {
     {lw_rules_view, &lw_rules_view_count},
     {lw_rules_more, &lw_rules_more_count},
     {lw_rules_hf, &lw_rules_hf_count},
+    {lw_rules_optim, &lw_rules_optim_count},
 };
 
 // Large enough for every group; checked when the table is built.

@@ -30,7 +30,17 @@ at::Tensor multilabel_margin_loss_backward_meta(const at::Tensor&, const at::Ten
   return at::empty_like(self, at::MemoryFormat::Contiguous);
 }
 
+// The fused optimizer steps write their arguments in place and return
+// nothing; PyTorch's Python meta covers the float-lr overloads only.
+void fused_adam_tensor_lr_meta(at::TensorList, at::TensorList, at::TensorList,
+                               at::TensorList, at::TensorList, at::TensorList,
+                               const at::Tensor&, double, double, double, double,
+                               bool, bool, const std::optional<at::Tensor>&,
+                               const std::optional<at::Tensor>&) {}
+
 TORCH_LIBRARY_IMPL(aten, Meta, m) {
+  m.impl("_fused_adam_.tensor_lr", fused_adam_tensor_lr_meta);
+  m.impl("_fused_adamw_.tensor_lr", fused_adam_tensor_lr_meta);
   m.impl("multi_margin_loss_backward", multi_margin_loss_backward_meta);
   m.impl("multilabel_margin_loss_backward", multilabel_margin_loss_backward_meta);
   m.impl("_cummax_helper", cummaxmin_helper_meta);

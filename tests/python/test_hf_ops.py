@@ -22,35 +22,6 @@ def test_histc_bool_is_rejected_with_the_op_name():
         torch.histc(torch.ones(4, dtype=torch.bool, device="tpu"), bins=2).cpu()
 
 
-def _fused_adamw_step(device):
-    torch.manual_seed(0)
-    p = torch.nn.Parameter(torch.randn(4, 3).to(device))
-    opt = torch.optim.AdamW([p], lr=0.1, fused=True)
-    p.grad = torch.ones(4, 3, device=device)
-    opt.step()
-    return p.detach().cpu()
-
-
-def test_op_without_lowering_falls_back_counted():
-    # Trainer's default optimizer is fused AdamW, which has no tpu lowering:
-    # it runs on the CPU, is counted, and gives the CPU's numbers exactly.
-    before = torch.tpu.fallback_counts().get("aten::_fused_adamw_", 0)
-    got = _fused_adamw_step("tpu")
-    assert torch.tpu.fallback_counts().get("aten::_fused_adamw_", 0) == before + 1
-    assert torch.equal(got, _fused_adamw_step("cpu"))
-
-
-def test_op_without_lowering_errors_with_its_name_when_fallback_is_off():
-    from conftest import run_python
-    code = ("import torch, torch_tpu\n"
-            "p = torch.nn.Parameter(torch.randn(4, device='tpu'))\n"
-            "p.grad = torch.ones(4, device='tpu')\n"
-            "torch.optim.AdamW([p], fused=True).step()\n")
-    proc = run_python(code, env={"TORCH_TPU_FALLBACK": "0"})
-    assert proc.returncode != 0
-    assert "_fused_adamw_" in proc.stderr
-
-
 @pytest.mark.parametrize("scale", [1e-24, 1.0, 1e20])
 @pytest.mark.parametrize("ord", [2, 3, -2, 1, float("inf"), 0])
 def test_vector_norm_of_tiny_and_huge_values(scale, ord):

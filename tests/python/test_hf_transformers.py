@@ -144,6 +144,7 @@ def test_generate_cache_matches_no_cache():
                        _generate(model, "tpu", use_cache=False))
 
 
+@pytest.mark.usefixtures("no_fallback")  # fused AdamW included
 def test_trainer_runs_on_tpu(tmp_path):
     from torch.utils.data import Dataset
 

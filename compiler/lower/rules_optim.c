@@ -1,0 +1,155 @@
+// Fused optimizer steps: _fused_adam_ and _fused_adamw_ (torch.optim.Adam and
+// AdamW with fused=True; Hugging Face Trainer's default optimizer). One rule
+// updates every parameter of the group, so a step is one program.
+//
+// Arguments: params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs (all
+// written), state_steps, lr (float, or a 0-d tensor for the .tensor_lr
+// overloads), beta1, beta2, weight_decay, eps, amsgrad, maximize, grad_scale?,
+// found_inf?. Outputs: the written lists in that order (the executor writes
+// them back). As PyTorch's kernels:
+//   g = grad / grad_scale (stored back into grad), negated when maximize;
+//   AdamW: p *= 1 - lr * wd;  Adam: g += wd * p;
+//   m = lerp(m, g, 1 - beta1);  v = beta2 * v + (1 - beta2) * g * g;
+//   v_hat = max(v_max, v) under amsgrad;
+//   p -= lr / (1 - beta1^t) * m / (sqrt(v_hat) / sqrt(1 - beta2^t) + eps);
+// and found_inf == 1 leaves every tensor as it was.
+// Arithmetic is in the opmath type (f32 for f16/bf16). The bias corrections
+// 1 - beta^t are computed as -expm1(t * log(beta)) in f32: the direct form
+// cancels (1 - 0.999f loses 4 digits) and f64, which the CPU kernels use, is
+// not available on every device.
+#include "compiler/lower/lower_internal.h"
+
+#define G (ctx->graph)
+
+enum {
+  A_PARAMS, A_GRADS, A_EXP_AVGS, A_EXP_AVG_SQS, A_MAX_SQS, A_STEPS, A_LR,
+  A_BETA1, A_BETA2, A_WD, A_EPS, A_AMSGRAD, A_MAXIMIZE, A_GRAD_SCALE,
+  A_FOUND_INF
+};
+
+// 1 - beta^step for a rank-0 f32 step.
+static tpr_value_t bias_correction(tpr_graph_t* g, tpr_value_t step, double beta) {
+  tpr_value_t lb = tpr_constant_f64(g, TPR_DTYPE_F32, log(beta));
+  return lw_un(g, TPR_UNARY_NEG, lw_un(g, TPR_UNARY_EXPM1, lw_mul(g, step, lb)));
+}
+
+// A rank-0 f32 value: the lr argument (float or 0-d tensor).
+static tpr_value_t scalar_f32(lw_ctx_t* ctx, int i) {
+  if (lw_is_tensor(ctx, i))
+    return tpr_reshape(G, lw_cast(G, lw_value(ctx, i), TPR_DTYPE_F32), 0, NULL);
+  return tpr_constant_f64(G, TPR_DTYPE_F32, lw_double(ctx, i, 0.0));
+}
+
+static tpr_status_t lower_fused_adam_common(lw_ctx_t* ctx, bool decoupled) {
+  const tpr_arg_t* lists[A_STEPS + 1];
+  for (int k = A_PARAMS; k <= A_STEPS; k++) {
+    lists[k] = lw_arg(ctx, k);
+    if (lists[k]->kind != TPR_ARG_TENSOR_LIST)
+      return lw_fail(ctx, TPR_INVALID_ARGUMENT, "argument %d must be a tensor list", k);
+  }
+  const int n = (int)lists[A_PARAMS]->count;
+  const bool amsgrad = lw_bool(ctx, A_AMSGRAD, false);
+  const bool maximize = lw_bool(ctx, A_MAXIMIZE, false);
+  const int n_max = (int)lists[A_MAX_SQS]->count;
+  for (int k = A_GRADS; k <= A_STEPS; k++) {
+    if (k == A_MAX_SQS && !amsgrad) continue;
+    if ((int)lists[k]->count != n)
+      return lw_fail(ctx, TPR_INVALID_ARGUMENT, "argument %d has %d tensors, params %d",
+                     k, (int)lists[k]->count, n);
+  }
+  if (ctx->num_outs != 4 * n + n_max)
+    return lw_fail(ctx, TPR_INTERNAL, "%d outputs for %d params", (int)ctx->num_outs, n);
+  const double beta1 = lw_double(ctx, A_BETA1, 0.9);
+  const double beta2 = lw_double(ctx, A_BETA2, 0.999);
+  const double wd = lw_double(ctx, A_WD, 0.0);
+  const double eps = lw_double(ctx, A_EPS, 1e-8);
+  if (!(beta1 > 0 && beta1 < 1 && beta2 > 0 && beta2 < 1))
+    return lw_fail(ctx, TPR_UNIMPLEMENTED, "betas must lie in (0, 1), got %g, %g",
+                   beta1, beta2);
+
+  tpr_value_t lr = scalar_f32(ctx, A_LR);
+  tpr_value_t inv_scale = TPR_VALUE_NONE, skip = TPR_VALUE_NONE;
+  if (lw_is_tensor(ctx, A_GRAD_SCALE))
+    inv_scale = scalar_f32(ctx, A_GRAD_SCALE);
+  if (lw_is_tensor(ctx, A_FOUND_INF))
+    skip = lw_cmpk(G, TPR_CMP_EQ, scalar_f32(ctx, A_FOUND_INF), 1.0);
+  tpr_value_t decay = TPR_VALUE_NONE;  // AdamW's 1 - lr * wd
+  if (decoupled && wd != 0)
+    decay = lw_sub(G, lw_k(G, lr, 1.0), lw_mul(G, lr, lw_k(G, lr, wd)));
+
+  for (int i = 0; i < n; i++) {
+    tpr_value_t p0 = lists[A_PARAMS]->values[i];
+    const tpr_type_t* pt = lw_type(ctx, p0);
+    if (!pt || !tpr_dtype_is_float(pt->dtype))
+      return lw_fail(ctx, TPR_UNIMPLEMENTED, "param %d must be floating point", i);
+    const tpr_dtype_t cd = lw_opmath(pt->dtype);
+    tpr_value_t g0 = lists[A_GRADS]->values[i];
+    tpr_value_t m0 = lists[A_EXP_AVGS]->values[i];
+    tpr_value_t v0 = lists[A_EXP_AVG_SQS]->values[i];
+    tpr_value_t x0 = amsgrad ? lists[A_MAX_SQS]->values[i] : TPR_VALUE_NONE;
+    const tpr_value_t olds[4] = {g0, m0, v0, x0};
+    for (int k = 0; k < (amsgrad ? 4 : 3); k++) {
+      const tpr_type_t* t = lw_type(ctx, olds[k]);
+      if (!t || t->rank != pt->rank ||
+          memcmp(t->dims, pt->dims, sizeof(int64_t) * (size_t)pt->rank) != 0)
+        return lw_fail(ctx, TPR_INVALID_ARGUMENT,
+                       "tensor %d of argument %d does not have param %d's shape", i,
+                       k + 1, i);
+    }
+    tpr_value_t step = tpr_reshape(
+        G, lw_cast(G, lists[A_STEPS]->values[i], TPR_DTYPE_F32), 0, NULL);
+    tpr_value_t bc1 = bias_correction(G, step, beta1);
+    tpr_value_t bc2_sqrt = lw_un(G, TPR_UNARY_SQRT, bias_correction(G, step, beta2));
+    tpr_value_t step_size = lw_div(G, lr, bc1);
+
+    tpr_value_t p = lw_cast(G, p0, cd);
+    tpr_value_t g = lw_cast(G, g0, cd);
+    if (inv_scale != TPR_VALUE_NONE) g = lw_div(G, g, lw_splat(G, inv_scale, g));
+    tpr_value_t g_store = g;
+    if (maximize) g = lw_un(G, TPR_UNARY_NEG, g);
+    if (wd != 0) {
+      if (decoupled)
+        p = lw_mul(G, p, lw_splat(G, decay, p));
+      else
+        g = lw_add(G, g, lw_mul(G, p, lw_k(G, p, wd)));
+    }
+    tpr_value_t m = lw_cast(G, m0, cd);
+    m = lw_add(G, m, lw_mul(G, lw_k(G, m, 1.0 - beta1), lw_sub(G, g, m)));
+    tpr_value_t v = lw_cast(G, v0, cd);
+    v = lw_add(G, lw_mul(G, v, lw_k(G, v, beta2)),
+               lw_mul(G, lw_mul(G, g, g), lw_k(G, g, 1.0 - beta2)));
+    tpr_value_t vmax = amsgrad ? lw_max(G, lw_cast(G, x0, cd), v) : v;
+    tpr_value_t denom = lw_add(
+        G, lw_div(G, lw_un(G, TPR_UNARY_SQRT, vmax), lw_splat(G, bc2_sqrt, vmax)),
+        lw_k(G, vmax, eps));
+    p = lw_sub(G, p, lw_div(G, lw_mul(G, lw_splat(G, step_size, m), m), denom));
+
+    tpr_value_t news[5] = {p, g_store, m, v, vmax};
+    tpr_value_t olds5[5] = {p0, g0, m0, v0, x0};
+    for (int k = 0; k < (amsgrad ? 5 : 4); k++) {
+      tpr_value_t out = lw_cast(G, news[k], lw_type(ctx, olds5[k])->dtype);
+      if (skip != TPR_VALUE_NONE)
+        out = lw_sel(G, lw_cast_to(G, skip, TPR_DTYPE_BOOL, lw_type(ctx, out)), olds5[k], out);
+      lw_set(ctx, k * n + i, out);
+    }
+  }
+  // max_exp_avg_sqs passed without amsgrad are written back unchanged.
+  for (int i = 0; !amsgrad && i < n_max; i++)
+    lw_set(ctx, 4 * n + i, lists[A_MAX_SQS]->values[i]);
+  return lw_done(ctx);
+}
+
+static tpr_status_t lower_fused_adam(lw_ctx_t* ctx) {
+  return lower_fused_adam_common(ctx, false);
+}
+
+static tpr_status_t lower_fused_adamw(lw_ctx_t* ctx) {
+  return lower_fused_adam_common(ctx, true);
+}
+
+LW_DEFINE_TABLE(optim,
+    LW_RULE("_fused_adam_", lower_fused_adam),
+    LW_RULE("_fused_adam_.tensor_lr", lower_fused_adam),
+    LW_RULE("_fused_adamw_", lower_fused_adamw),
+    LW_RULE("_fused_adamw_.tensor_lr", lower_fused_adamw),
+);
