@@ -72,6 +72,7 @@ py::dict runtime_stats() {
   d["d2h_bytes"] = r.d2h_bytes;
   d["ops"] = e.ops;
   d["cache_hits"] = e.cache_hits;
+  d["replayed_ops"] = e.replayed_ops;
   d["cache_misses"] = e.cache_misses;
   d["cached_executables"] = e.cached_executables;
   d["cache_evictions"] = e.cache_evictions;

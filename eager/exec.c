@@ -44,6 +44,12 @@ static tpr_buffer_t** results;
 static int cap_result_buffers;
 
 static tpr_eager_stats_t stats;
+// Strict mode: the call whose graph is being built, to be remembered for
+// replay under its signature (NULL: not recordable).
+static const tpr_eager_call_t* record_call;
+static uint64_t record_hash;
+static tpr_storage_t** result_storages;
+static int cap_result_storages;
 static atomic_bool fused_mode;
 static int64_t fuse_max_ops = 1024;
 static char lost_reason[256];  // why poisoned storages lost their value
@@ -123,22 +129,45 @@ static struct scalar_entry {
   uint64_t bits[2];
 } scalar_cache[SCALAR_CACHE_SIZE];
 
-static tpr_status_t scalar_param(tpr_dtype_t dtype, const void* value,
-                                 tpr_value_t* out) {
-  uint64_t bits[2] = {0, 0};
+static struct scalar_entry* scalar_entry(int device, tpr_dtype_t dtype,
+                                          const void* value, uint64_t bits[2]) {
+  bits[0] = bits[1] = 0;
   memcpy(bits, value, tpr_dtype_size(dtype) <= 16 ? tpr_dtype_size(dtype) : 16);
   uint64_t h = (bits[0] * 0x9E3779B97F4A7C15ull) ^ bits[1] ^
-               ((uint64_t)dtype << 32) ^ (uint64_t)graph_device;
-  struct scalar_entry* e = &scalar_cache[(h >> 40) % SCALAR_CACHE_SIZE];
-  if (!e->buffer || e->device != graph_device || e->dtype != dtype ||
-      e->bits[0] != bits[0] || e->bits[1] != bits[1]) {
-    tpr_buffer_t* b = NULL;
-    TPR_RETURN_IF_ERROR(tpr_buffer_from_host(tpr_eager_client(), graph_device,
-                                             dtype, NULL, 0, value, &b));
-    tpr_buffer_release(e->buffer);
-    *e = (struct scalar_entry){b, graph_device, dtype, {bits[0], bits[1]}};
-  }
-  return add_param(tpr_buffer_retain(e->buffer), out);
+               ((uint64_t)dtype << 32) ^ (uint64_t)device;
+  return &scalar_cache[(h >> 40) % SCALAR_CACHE_SIZE];
+}
+
+tpr_buffer_t* tpr_scalar_buffer_peek(int device, tpr_dtype_t dtype,
+                                     const void* value) {
+  uint64_t bits[2];
+  struct scalar_entry* e = scalar_entry(device, dtype, value, bits);
+  return e->buffer && e->device == device && e->dtype == dtype &&
+                 e->bits[0] == bits[0] && e->bits[1] == bits[1]
+             ? e->buffer
+             : NULL;
+}
+
+tpr_status_t tpr_scalar_buffer(int device, tpr_dtype_t dtype, const void* value,
+                               tpr_buffer_t** out) {
+  *out = tpr_scalar_buffer_peek(device, dtype, value);
+  if (*out) return tpr_ok_status();
+  uint64_t bits[2];
+  struct scalar_entry* e = scalar_entry(device, dtype, value, bits);
+  tpr_buffer_t* b = NULL;
+  TPR_RETURN_IF_ERROR(
+      tpr_buffer_from_host(tpr_eager_client(), device, dtype, NULL, 0, value, &b));
+  tpr_buffer_release(e->buffer);
+  *e = (struct scalar_entry){b, device, dtype, {bits[0], bits[1]}};
+  *out = b;
+  return tpr_ok_status();
+}
+
+static tpr_status_t scalar_param(tpr_dtype_t dtype, const void* value,
+                                 tpr_value_t* out) {
+  tpr_buffer_t* b;
+  TPR_RETURN_IF_ERROR(tpr_scalar_buffer(graph_device, dtype, value, &b));
+  return add_param(tpr_buffer_retain(b), out);
 }
 
 static void clear_scalar_cache(void) {
@@ -377,15 +406,25 @@ static tpr_status_t execute_pending(void) {
   }
   TPR_RETURN_IF_ERROR(tpr_graph_status(graph));
   if (num_results == 0) return tpr_ok_status();
-  char what[128];
-  if (graph_ops == 1)
-    snprintf(what, sizeof what, "%s", graph_op_name);
-  else
-    snprintf(what, sizeof what, "a fused graph of %d ops (last %s)", graph_ops,
-             graph_op_name);
+  // (Formatting costs as much as a small op's bookkeeping: strict mode
+  // names the graph by its op.)
+  char fused_what[128];
+  const char* what = graph_op_name;
+  if (graph_ops > 1) {
+    snprintf(fused_what, sizeof fused_what, "a fused graph of %d ops (last %s)",
+             graph_ops, graph_op_name);
+    what = fused_what;
+  }
   tpr_executable_t* exe;
   TPR_RETURN_IF_ERROR(tpr_eager_get_executable_locked(graph, what, &exe));
   GROW(results, cap_result_buffers, num_results);
+  if (record_call) {
+    GROW(result_storages, cap_result_storages, num_results);
+    for (int i = 0; i < num_results; i++)
+      result_storages[i] = slots[result_slots[i]].storage;
+    tpr_replay_record(record_call, record_hash, exe, params, num_params,
+                      result_storages, num_results);
+  }
   TPR_RETURN_IF_ERROR(tpr_executable_execute(exe, graph_device, params,
                                              (size_t)num_params, NULL, results,
                                              tpr_eager_launch_blocking()));
@@ -522,19 +561,41 @@ static tpr_status_t run_locked(const tpr_eager_call_t* call) {
     TPR_RETURN_IF_ERROR(tpr_fused_flush_locked(TPR_CUT_DEVICE_CHANGE));
   graph_device = call->device;
 
+  record_call = NULL;
+  if (!fused) {
+    uint64_t h;
+    if (tpr_replay_signature(call, &h)) {
+      bool ran;
+      TPR_RETURN_IF_ERROR(tpr_replay_run(call, h, &ran));
+      if (ran) {
+        stats.ops++;
+        stats.cache_hits++;
+        stats.replayed_ops++;
+        return tpr_ok_status();
+      }
+      record_call = call;
+      record_hash = h;
+    }
+  }
+
   tpr_graph_mark_t mark = tpr_graph_get_mark(graph);
   int first_param = num_params;
   op_first_slot = num_slots;
   num_undo = 0;
   tpr_status_t s = append_op(call);
   if (!tpr_status_is_ok(s)) {
+    record_call = NULL;
     rollback_op(&mark, first_param);
     return s;
   }
   graph_ops++;
-  snprintf(graph_op_name, sizeof graph_op_name, "%s", call->op_name);
+  size_t name_len = strlen(call->op_name);
+  if (name_len >= sizeof graph_op_name) name_len = sizeof graph_op_name - 1;
+  memcpy(graph_op_name, call->op_name, name_len);
+  graph_op_name[name_len] = '\0';
   if (!fused) {
     s = run_pending(false);
+    record_call = NULL;
     if (tpr_status_is_ok(s)) stats.ops++;
     return s;
   }
@@ -568,6 +629,7 @@ tpr_status_t tpr_eager_trim(void) {
   TPR_RETURN_IF_ERROR(tpr_pending_drain());
   tpr_eager_lock();
   tpr_exec_cache_clear();
+  tpr_replay_clear();
   clear_scalar_cache();
   tpr_graph_free(graph);
   graph = NULL;
@@ -579,6 +641,7 @@ tpr_status_t tpr_eager_trim(void) {
   FREE_ARRAY(list_values, cap_list_values);
   FREE_ARRAY(result_slots, cap_results);
   FREE_ARRAY(results, cap_result_buffers);
+  FREE_ARRAY(result_storages, cap_result_storages);
 #undef FREE_ARRAY
   tpr_eager_unlock();
   return tpr_ok_status();

@@ -58,6 +58,22 @@ tpr_status_t tpr_fused_settle_locked(const tpr_storage_t* storage,
 // Drops a dying storage from the pending graph; lock held.
 void tpr_fused_forget_storage(tpr_storage_t* storage);
 
+// Uploaded Scalar arguments, cached by value (exec.c); borrowed; lock held.
+tpr_status_t tpr_scalar_buffer(int device, tpr_dtype_t dtype, const void* value,
+                               tpr_buffer_t** out);
+tpr_buffer_t* tpr_scalar_buffer_peek(int device, tpr_dtype_t dtype,
+                                     const void* value);  // NULL if absent
+// Strict-mode replay (replay.c); lock held. tpr_replay_signature computes
+// the call's signature (false: never replayed); tpr_replay_run runs a
+// remembered plan (*ran false: none); tpr_replay_record remembers how the
+// call's graph, about to run as |exe|, took its parameters and results.
+bool tpr_replay_signature(const tpr_eager_call_t* call, uint64_t* hash);
+tpr_status_t tpr_replay_run(const tpr_eager_call_t* call, uint64_t hash, bool* ran);
+void tpr_replay_record(const tpr_eager_call_t* call, uint64_t hash,
+                       tpr_executable_t* exe, tpr_buffer_t* const* params,
+                       int num_params, tpr_storage_t* const* result_storages,
+                       int num_results);
+void tpr_replay_clear(void);
 // Bounded queue of in-flight results; synchronize drains it.
 void tpr_pending_push(tpr_buffer_t* buffer);  // retains
 tpr_status_t tpr_pending_drain(void);

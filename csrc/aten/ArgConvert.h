@@ -45,6 +45,14 @@ struct ArgStore {
   std::deque<std::vector<double>> double_lists;
   std::deque<std::unique_ptr<bool[]>> bool_lists;
   std::deque<std::string> strings;
+
+  // Empties the store; the containers keep their memory for the next call.
+  void clear() {
+    int_lists.clear();
+    double_lists.clear();
+    bool_lists.clear();
+    strings.clear();
+  }
 };
 
 // Fills |out| for one argument of |op| per its schema type: Scalars become

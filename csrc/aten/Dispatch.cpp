@@ -43,10 +43,20 @@ bool is_tpu(const at::Tensor& t) {
   return t.defined() && t.device().type() == kTpu;
 }
 
-std::string op_name(const c10::OperatorHandle& op) {
+// "aten::add.Tensor". Cached per schema: building the string is an
+// allocation on every op otherwise.
+const std::string& op_name(const c10::OperatorHandle& op) {
+  static thread_local std::unordered_map<const c10::FunctionSchema*, std::string> names;
   const auto& s = op.schema();
-  return s.overload_name().empty() ? s.name()
-                                   : s.name() + "." + s.overload_name();
+  std::string& name = names[&s];
+  // A deregistered op's schema address may be reused: check the name.
+  const std::string& base = s.name();
+  const std::string& ov = s.overload_name();
+  bool same = name.size() == base.size() + (ov.empty() ? 0 : ov.size() + 1) &&
+              name.compare(0, base.size(), base) == 0 &&
+              (ov.empty() || name.compare(base.size() + 1, ov.size(), ov) == 0);
+  if (!same) name = ov.empty() ? base : base + "." + ov;
+  return name;
 }
 
 void cpu_fallback_counted(const c10::OperatorHandle& op, torch::jit::Stack* stack,
@@ -95,16 +105,76 @@ bool writes_unmarked(const std::string& name, size_t i,
          args[5].isBool() && args[5].toBool();
 }
 
+// Append-only storage whose elements never move (the C call keeps pointers
+// to them) and which keeps its blocks across clear().
+template <typename T, size_t kBlock = 16>
+class StableArena {
+ public:
+  T* push_back(const T& v) {
+    if (n_ == blocks_.size() * kBlock) blocks_.push_back(std::make_unique<T[]>(kBlock));
+    T* p = &blocks_[n_ / kBlock][n_ % kBlock];
+    *p = v;
+    n_++;
+    return p;
+  }
+  void clear() { n_ = 0; }
+
+ private:
+  std::vector<std::unique_ptr<T[]>> blocks_;
+  size_t n_ = 0;
+};
+
 // Everything that must outlive the C call.
 struct CallState : ArgStore {
-  std::deque<tpr_tensor_ref_t> refs;
+  StableArena<tpr_tensor_ref_t> refs;
   std::deque<std::vector<const tpr_tensor_ref_t*>> ref_lists;
   std::vector<at::Tensor> keep_alive;
   std::vector<tpr_eager_arg_t> args;
   std::vector<at::Tensor> outs;  // result targets, in rule order
   std::vector<tpr_type_t> out_types;
   std::vector<const tpr_tensor_ref_t*> targets;
+  std::vector<c10::IValue> returns;  // fresh results, in schema order
+  std::vector<int> stripped;         // per argument: an out= (not passed)
+
+  void clear() {
+    ArgStore::clear();
+    refs.clear();
+    ref_lists.clear();
+    keep_alive.clear();
+    args.clear();
+    outs.clear();
+    out_types.clear();
+    targets.clear();
+    returns.clear();
+    stripped.clear();
+  }
 };
+
+// A small op would spend as long allocating a fresh CallState (a dozen
+// containers) as running on the device, so each thread reuses its own.
+// Calls nest (a CPU argument copied to tpu is an op inside the op): one
+// state per nesting depth.
+class PooledCallState {
+ public:
+  PooledCallState() {
+    if (depth_ == pool_.size()) pool_.push_back(std::make_unique<CallState>());
+    st_ = pool_[depth_++].get();
+  }
+  ~PooledCallState() {
+    st_->clear();
+    depth_--;
+  }
+  PooledCallState(const PooledCallState&) = delete;
+  PooledCallState& operator=(const PooledCallState&) = delete;
+  CallState& get() { return *st_; }
+
+ private:
+  CallState* st_;
+  static thread_local std::vector<std::unique_ptr<CallState>> pool_;
+  static thread_local size_t depth_;
+};
+thread_local std::vector<std::unique_ptr<CallState>> PooledCallState::pool_;
+thread_local size_t PooledCallState::depth_ = 0;
 
 const tpr_tensor_ref_t* add_ref(CallState& st, const at::Tensor& t,
                                 const char* op, c10::Device device) {
@@ -113,8 +183,7 @@ const tpr_tensor_ref_t* add_ref(CallState& st, const at::Tensor& t,
     x = x.to(device);
     st.keep_alive.push_back(x);
   }
-  st.refs.push_back(tensor_ref(x, op));
-  return &st.refs.back();
+  return st.refs.push_back(tensor_ref(x, op));
 }
 
 uint64_t rng_increment(const std::vector<tpr_type_t>& outs) {
@@ -333,16 +402,19 @@ std::shared_ptr<const MetaResult> run_meta(const c10::OperatorHandle& op,
 std::shared_ptr<const MetaResult> meta_result(const c10::OperatorHandle& op,
                                               const torch::jit::Stack& args,
                                               size_t nargs) {
-  std::string key;
-  key.reserve(256);
-  put(key, &op.schema());
+  // The key is built in a per-thread buffer (no allocation on a hit) and
+  // copied out before running the meta kernel, which may nest.
+  static thread_local std::string buf;
+  buf.clear();
+  put(buf, &op.schema());
   bool cacheable = true;
-  for (size_t i = 0; i < nargs && cacheable; i++) cacheable = put_ivalue(key, args[i]);
+  for (size_t i = 0; i < nargs && cacheable; i++) cacheable = put_ivalue(buf, args[i]);
   if (cacheable) {
     std::lock_guard<std::mutex> lock(meta_mutex);
-    auto it = meta_cache.find(key);
+    auto it = meta_cache.find(buf);
     if (it != meta_cache.end()) return it->second;
   }
+  std::string key = buf;
   auto r = run_meta(op, args, nargs);
   if (cacheable) {
     std::lock_guard<std::mutex> lock(meta_mutex);
@@ -447,8 +519,9 @@ bool run_native(const c10::OperatorHandle& op, torch::jit::Stack* stack,
   const torch::jit::Stack& meta_args = mr->args;
 
   // 2. Targets: fresh results, out= arguments, in-place arguments.
-  CallState st;
-  std::vector<c10::IValue> returns;
+  PooledCallState pooled;
+  CallState& st = pooled.get();
+  std::vector<c10::IValue>& returns = st.returns;
   bool is_out_fn = false;
   for (const auto& a : schema.arguments()) is_out_fn |= a.is_out();
   if (!is_out_fn) {
@@ -478,7 +551,8 @@ bool run_native(const c10::OperatorHandle& op, torch::jit::Stack* stack,
       }
     }
   }
-  std::vector<int> stripped(nargs, 0);
+  std::vector<int>& stripped = st.stripped;
+  stripped.assign(nargs, 0);
   for (size_t i = 0; i < nargs; i++) {
     const auto& sa = schema.arguments()[i];
     if (!writes(sa) && !writes_unmarked(name, i, args)) continue;
@@ -536,8 +610,7 @@ bool run_native(const c10::OperatorHandle& op, torch::jit::Stack* stack,
   }
 
   for (auto& t : st.outs) {
-    st.refs.push_back(tensor_ref(t, name.c_str()));
-    st.targets.push_back(&st.refs.back());
+    st.targets.push_back(st.refs.push_back(tensor_ref(t, name.c_str())));
   }
   tpr_eager_call_t call = {};
   call.op_name = name.c_str();
@@ -605,7 +678,7 @@ void expand_bool_indices(const c10::OperatorHandle& op, torch::jit::Stack* stack
 
 void tpu_fallback(const c10::OperatorHandle& op, c10::DispatchKeySet,
                   torch::jit::Stack* stack) {
-  std::string name = op_name(op);
+  const std::string& name = op_name(op);
   expand_bool_indices(op, stack);
   if (tpr_rule_find(name.c_str())) {
     try {

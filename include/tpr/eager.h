@@ -211,6 +211,7 @@ typedef struct tpr_eager_stats {
   int64_t ops;             // tpr_eager_run calls that executed or were fused
   int64_t cache_hits;      // executable found in memory
   int64_t cache_misses;    // not in memory: loaded from disk or compiled
+  int64_t replayed_ops;    // strict ops run from a remembered plan (hits too)
   int64_t cached_executables;
   int64_t cache_evictions;  // executables dropped to stay under the bound
   int64_t fused_ops;       // ops appended to a pending graph in fused mode
