@@ -298,7 +298,16 @@ def _compile_graph(gm, example_inputs, kind):
     with unset_fake_temporarily():  # constants and stand-ins are real tensors
         # The backward's executable waits for the first backward, as it would
         # if AOTAutograd compiled the backward lazily.
-        compiled = _Builder(gm, example_inputs, name).build(lazy=kind == "backward")
+        try:
+            compiled = _Builder(gm, example_inputs, name).build(lazy=kind == "backward")
+        except TpuCompileError as e:
+            if kind != "backward":
+                raise
+            # The backward is lowered with the forward only so the cache entry
+            # holds both; its errors still belong to the first backward.
+            from ._compile_cache import FailedOutputCode
+
+            compiled = FailedOutputCode(e)
     _add_seconds("seconds", time.perf_counter() - t0)
     return compiled
 

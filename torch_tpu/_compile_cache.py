@@ -174,6 +174,29 @@ class TpuOutputCode(OutputCode):
         pass
 
 
+class FailedOutputCode(OutputCode):
+    """A backward graph that could not be lowered: raises its error when a
+    backward runs, and is never cached."""
+
+    def __init__(self, error):
+        self.error = error
+        self._boxed_call = True
+
+    def __call__(self, inputs):
+        raise self.error
+
+    def prepare_for_serialization(self):
+        from torch._functorch._aot_autograd.autograd_cache import BypassAOTAutogradCache
+
+        raise BypassAOTAutogradCache(f"the backward graph failed to lower: {self.error}")
+
+    def post_compile(self, example_inputs, constants, graph_kwargs):
+        pass
+
+    def set_triton_bundle(self, triton_bundle):
+        pass
+
+
 # -- where entries live -------------------------------------------------------------
 
 @functools.lru_cache(maxsize=None)
