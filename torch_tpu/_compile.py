@@ -35,7 +35,10 @@ def stats():
     with _stats_lock:
         d = {"compiled_" + k: v for k, v in _stats.items()}
         d.update({"compiled_" + k: v for k, v in _seconds.items()})
-    for k in ("graphs", "programs", "recompiles", "specializations"):
+    # programs: lowered from FX graphs; cache_loads: replayed from AOTAutograd
+    # cache entries; cache_stores: entries written.
+    for k in ("graphs", "programs", "recompiles", "specializations", "cache_loads",
+              "cache_stores"):
         d.setdefault("compiled_" + k, 0)
     d.setdefault("compiled_seconds", 0.0)
     d.setdefault("compiled_xla_seconds", 0.0)
@@ -149,7 +152,9 @@ class _Builder:
         self.baked = {i: v for i, v in enumerate(example_inputs) if isinstance(v, int)}
         tensor_pos = [i for i in range(len(example_inputs)) if i not in self.baked]
         specs = [_type_spec(example_inputs[i], f"{name} input {i}") for i in tensor_pos]
-        self.prog = _C.Program(specs)
+        from ._compile_cache import RecordingProgram
+
+        self.prog = RecordingProgram(specs)
         ids = self.prog.inputs()
         self.constants = {self.placeholders[i]: v for i, v in self.baked.items()}
         self.env = {self.placeholders[i]: ids[k] for k, i in enumerate(tensor_pos)}
@@ -213,7 +218,9 @@ class _Builder:
         else:
             self.env[node] = ids[0] if ids else None
 
-    def build(self):
+    def build(self, lazy=False):
+        """The graph as a TpuOutputCode; |lazy|: its executable is fetched at
+        the first call."""
         self.mutations = []
         outputs = None
         for node in self.gm.graph.nodes:
@@ -245,12 +252,23 @@ class _Builder:
             val = target.meta["val"]
             v = self.prog.convert(self.env[src], val.dtype, list(val.shape))
             self.prog.add_output(v, self.input_index[target], val.dtype)
-        t0 = time.perf_counter()
-        compiled = self.prog.compile(self.name)
-        if compiled:
-            _add_seconds("xla_seconds", time.perf_counter() - t0)
         _count("programs")
-        return _runner(self.prog, layout, self.baked)
+        from ._compile_cache import TpuOutputCode
+
+        code = TpuOutputCode(self.name, self.prog.tape, layout, self.baked, lazy)
+        code._prog = self.prog.prog
+        if not lazy:
+            code._ensure()
+        return code
+
+
+def _finish(prog, name, layout, baked):
+    """Gets |prog|'s executable (memory cache, disk cache or XLA) and returns
+    its runner."""
+    t0 = time.perf_counter()
+    if prog.compile(name):
+        _add_seconds("xla_seconds", time.perf_counter() - t0)
+    return _runner(prog, layout, baked)
 
 
 def _runner(prog, layout, baked):
@@ -278,21 +296,43 @@ def _compile_graph(gm, example_inputs, kind):
     t0 = time.perf_counter()
     name = f"compiled_{kind}_{len(list(gm.graph.nodes))}nodes"
     with unset_fake_temporarily():  # constants and stand-ins are real tensors
-        compiled = _Builder(gm, example_inputs, name).build()
+        # The backward's executable waits for the first backward, as it would
+        # if AOTAutograd compiled the backward lazily.
+        try:
+            compiled = _Builder(gm, example_inputs, name).build(lazy=kind == "backward")
+        except TpuCompileError as e:
+            if kind != "backward":
+                raise
+            # The backward is lowered with the forward only so the cache entry
+            # holds both; its errors still belong to the first backward.
+            from ._compile_cache import FailedOutputCode
+
+            compiled = FailedOutputCode(e)
     _add_seconds("seconds", time.perf_counter() - t0)
     return compiled
 
 
-def _aot_backend():
+def _aot_compile(gm, example_inputs):
+    """AOTAutograd with our compilers, through PyTorch's AOTAutograd cache
+    (serializable compilers: see _compile_cache)."""
     from torch._dynamo.backends.common import aot_autograd
+    from torch._functorch._aot_autograd.schemas import SerializableAOTDispatchCompiler
 
-    return aot_autograd(
-        fw_compiler=functools.partial(_compile_graph, kind="forward"),
-        bw_compiler=functools.partial(_compile_graph, kind="backward"),
-        inference_compiler=functools.partial(_compile_graph, kind="inference"),
+    from . import _compile_cache
+
+    def compiler(kind):
+        return SerializableAOTDispatchCompiler(
+            _compile_cache.TpuOutputCode, functools.partial(_compile_graph, kind=kind))
+
+    backend = aot_autograd(
+        fw_compiler=compiler("forward"),
+        bw_compiler=compiler("backward"),
+        inference_compiler=compiler("inference"),
         decompositions=decompositions(),
         keep_inference_input_mutations=True,
     )
+    with _compile_cache.scope():
+        return backend(gm, example_inputs)
 
 
 def _is_symbolic(x):
@@ -320,7 +360,7 @@ class _PerShape:
                 self.cache.move_to_end(key)
         if fn is None:
             t0 = time.perf_counter()
-            fn = _aot_backend()(self.gm, list(args))
+            fn = _aot_compile(self.gm, list(args))
             _add_seconds("seconds", time.perf_counter() - t0)
             with self.lock:
                 if self.cache:
@@ -339,7 +379,7 @@ def tpu_backend(gm, example_inputs, **kwargs):
     _count("graphs")
     if any(_is_symbolic(x) for x in example_inputs):
         return _PerShape(gm)
-    return _aot_backend()(gm, example_inputs)
+    return _aot_compile(gm, example_inputs)
 
 
 def _any_tpu(example_inputs):

@@ -226,6 +226,31 @@ def test_op_without_rule_names_op_and_line(tpu):
     torch.testing.assert_close(fn(x).cpu(), -x.cpu() + 1)
 
 
+def test_backward_without_rule_fails_at_backward_not_forward(tpu):
+    @torch.library.custom_op("tpu_compile_test::bw_mystery", mutates_args=())
+    def bw_mystery(x: torch.Tensor) -> torch.Tensor:
+        return x.cpu().neg().to(x.device)
+
+    @bw_mystery.register_fake
+    def _(x):
+        return torch.empty_like(x)
+
+    class Twice(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return torch.ops.tpu_compile_test.bw_mystery(g)
+
+    x = torch.randn(3, device=tpu, requires_grad=True)
+    out = torch.compile(lambda v: Twice.apply(v).sin(), backend="tpu")(x)
+    torch.testing.assert_close(out.detach().cpu(), (x.detach().cpu() * 2).sin(), **F32)
+    with pytest.raises(TpuCompileError, match="bw_mystery has no tpu lowering"):
+        out.sum().backward()
+
+
 def test_random_ops_are_a_clear_error(tpu):
     def fn(x):
         return F.dropout(x, 0.5, training=True)
@@ -277,3 +302,66 @@ def test_second_process_starts_warm(tmp_path):
     c2 = [int(v) for v in second.stdout.split("STATS")[1].split()]
     assert c1[0] == 2 and c1[2] == 2  # forward and backward compiled by XLA
     assert c2[0] == 0 and c2[1] == 2  # both loaded from the disk cache
+
+
+AOT_CACHE_CODE = textwrap.dedent("""
+    import torch, torch_tpu
+    from torch._dynamo.utils import counters
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.ReLU(), torch.nn.Linear(16, 3)).to("tpu")
+    opt = torch.optim.AdamW(m.parameters(), lr=0.1, capturable=True)
+    x = torch.randn(4, 16).to("tpu")
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss = m(x).square().mean()
+        loss.backward()
+        opt.step()
+        return loss
+
+    step = torch.compile(step, backend="tpu")
+    losses = [step().item() for _ in range(2)]
+    s = torch.tpu._get_cache_stats()
+    print("STATS", s["program_compiles"], s["compiled_programs"], s["compiled_cache_loads"],
+          s["compiled_cache_stores"], counters["aot_autograd"]["autograd_cache_hit"])
+    print("LOSSES", *losses)
+""")
+
+
+def _aot_run(cache):
+    r = run_python(AOT_CACHE_CODE, env={"TORCH_TPU_CACHE_DIR": str(cache)}, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    xla, programs, loads, stores, hits = map(int, r.stdout.split("STATS")[1].split()[:5])
+    losses = [float(v) for v in r.stdout.split("LOSSES")[1].split()]
+    return dict(xla=xla, programs=programs, loads=loads, stores=stores, hits=hits, losses=losses)
+
+
+def test_second_process_loads_aot_autograd_cache(tmp_path):
+    cold = _aot_run(tmp_path)
+    assert cold["xla"] > 0 and cold["programs"] > 0 and cold["loads"] == 0
+    assert cold["stores"] == cold["programs"]  # every program went into an entry
+    entries = list((tmp_path / "torch_compile").rglob("*"))
+    assert any(p.is_file() for p in entries)  # under our cache folder
+    warm = _aot_run(tmp_path)
+    # No XLA compile, no FX lowering, no AOTAutograd trace: every program is
+    # replayed from an AOTAutograd cache entry and its executable read from disk.
+    assert warm["xla"] == 0 and warm["programs"] == 0
+    assert warm["loads"] == cold["programs"] and warm["hits"] >= 1
+    torch.testing.assert_close(warm["losses"], cold["losses"], rtol=1e-6, atol=0)
+
+
+def test_damaged_aot_autograd_entries_recompile(tmp_path):
+    cold = _aot_run(tmp_path)
+    files = [p for p in (tmp_path / "torch_compile").rglob("*") if p.is_file()]
+    assert files
+    for p in files:  # truncated: unpickling fails
+        p.write_bytes(p.read_bytes()[:40])
+    again = _aot_run(tmp_path)
+    assert again["loads"] == 0 and again["programs"] == cold["programs"]
+    assert again["xla"] == 0  # executables still come from their own cache
+    torch.testing.assert_close(again["losses"], cold["losses"], rtol=1e-6, atol=0)
+
+
+def test_cache_off_stores_no_aot_autograd_entries(tmp_path):
+    off = _aot_run("0")
+    assert off["stores"] == 0 and off["loads"] == 0 and off["programs"] > 0

@@ -1,0 +1,253 @@
+"""Persistent caching of the "tpu" backend's AOTAutograd results.
+
+AOTAutograd (functionalization, the joint forward/backward trace, the
+partition) is most of a warm process's compile time once XLA executables come
+from the disk cache. PyTorch caches its results itself (AOTAutogradCache)
+when the backend's compilers are ``SerializableAOTDispatchCompiler``s that
+return a picklable ``OutputCode``; the entry is then "bundled": it holds our
+output code directly instead of an Inductor FX-graph-cache key.
+
+Our output code is a *program tape*: the exact sequence of calls the FX
+lowering made on ``_C.Program`` (op, arguments in schema order, result ids).
+Replaying it rebuilds the identical graph without the FX graph, its metadata
+or per-node Python work, and the executable then comes from the executor's
+caches by the graph's hash, as always: no executable is ever stored here.
+
+Where entries live: ``<tpu cache root>/torch_compile/<fingerprint>/``, with
+the root from TORCH_TPU_CACHE_DIR (or its default) and nothing cached when
+that cache is off (TORCH_TPU_CACHE_DIR=0, an unusable folder). PyTorch's key
+covers the graph, its inputs, torch's version and configs; the fingerprint
+adds ours (the extension binary, our Python sources, the rule set, torch and
+Python versions), so another build never reads these entries. An entry that
+does not unpickle or replay is a cache miss or bypass inside PyTorch, which
+then compiles from scratch.
+"""
+import contextlib
+import dataclasses
+import functools
+import hashlib
+import os
+import sys
+import threading
+from typing import Any, Optional
+
+import torch
+from torch._inductor.output_code import OutputCode
+
+from . import _C
+
+# PyTorch's AOTAutograd cache finds its folder through TORCHINDUCTOR_CACHE_DIR;
+# it is pointed at ours only while our backend compiles, one compile at a time.
+_scope_lock = threading.RLock()
+
+
+@dataclasses.dataclass(frozen=True)
+class Ref:
+    """A graph value in a recorded ``lower`` call (a stand-in tensor)."""
+    value: int
+    dtype: torch.dtype
+    shape: tuple
+
+
+class Tape:
+    """The calls that built one program, replayable in a fresh process."""
+
+    def __init__(self, specs):
+        self.specs = specs
+        self.inputs = None
+        self.calls = []
+
+    def replay(self):
+        prog = _C.Program(self.specs)
+        ids = dict(zip(self.inputs, prog.inputs()))
+
+        def decode(a, tensors):
+            if isinstance(a, Ref):
+                t = torch.empty(a.shape, dtype=a.dtype, device="meta")
+                tensors.append((t, ids[a.value]))
+                return t
+            if isinstance(a, list):
+                return [decode(x, tensors) for x in a]
+            return a
+
+        for call in self.calls:
+            kind = call[0]
+            if kind == "lower":
+                _, name, overload, args, out_specs, results = call
+                tensors = []
+                got = prog.lower(name, overload, [decode(a, tensors) for a in args], tensors,
+                                 out_specs)
+                ids.update(zip(results, got))
+            elif kind == "convert":
+                _, v, dtype, shape, result = call
+                ids[result] = prog.convert(ids[v], dtype, shape)
+            else:  # add_output
+                _, v, mutates, dtype = call
+                prog.add_output(ids[v], mutates, dtype)
+        return prog
+
+
+class RecordingProgram:
+    """``_C.Program`` that also writes each call onto a Tape."""
+
+    def __init__(self, specs):
+        self.prog = _C.Program(specs)
+        self.tape = Tape(specs)
+        self.tape.inputs = self.prog.inputs()
+
+    def inputs(self):
+        return list(self.tape.inputs)
+
+    def lower(self, name, overload, args, tensors, out_specs):
+        ids = self.prog.lower(name, overload, args, tensors, out_specs)
+        standins = {id(t): v for t, v in tensors}
+
+        def encode(a):
+            if isinstance(a, torch.Tensor) and id(a) in standins:
+                return Ref(standins[id(a)], a.dtype, tuple(a.shape))
+            if isinstance(a, (list, tuple)):
+                return [encode(x) for x in a]
+            return a
+
+        self.tape.calls.append(("lower", name, overload, [encode(a) for a in args],
+                                out_specs, list(ids)))
+        return ids
+
+    def convert(self, v, dtype, shape):
+        r = self.prog.convert(v, dtype, shape)
+        self.tape.calls.append(("convert", v, dtype, list(shape), r))
+        return r
+
+    def add_output(self, v, mutates, dtype):
+        self.prog.add_output(v, mutates, dtype)
+        self.tape.calls.append(("add_output", v, mutates, dtype))
+
+
+@dataclasses.dataclass
+class TpuOutputCode(OutputCode):
+    """One compiled forward, backward or inference graph, as AOTAutograd
+    caches it: the program tape and how to assemble the graph's outputs.
+    ``lazy``: get the executable at the first call (backward graphs, which
+    AOTAutograd would otherwise compile only when a backward runs)."""
+
+    name: str
+    tape: Tape
+    layout: list
+    baked: dict
+    lazy: bool
+    # Live state, never pickled: the program (fresh compiles) and its runner.
+    _prog: Optional[Any] = dataclasses.field(default=None, repr=False)
+    _run: Optional[Any] = dataclasses.field(default=None, repr=False)
+
+    def __post_init__(self):
+        # Boxed calls (the argument list, freed as it is consumed); in the
+        # instance dict so that wrappers (torch._dynamo.disable) copy it.
+        self._boxed_call = True
+
+    def _ensure(self):
+        if self._run is None:
+            from . import _compile
+
+            prog = self._prog
+            if prog is None:  # loaded from the cache
+                prog = self.tape.replay()
+                _compile._count("cache_loads")
+            self._run = _compile._finish(prog, self.name, self.layout, self.baked)
+            self._prog = None
+        return self._run
+
+    def __call__(self, inputs):
+        return self._ensure()(inputs)
+
+    def prepare_for_serialization(self):
+        # Called on a shallow copy about to be pickled: drop the live program.
+        from . import _compile
+
+        self._run = self._prog = None
+        _compile._count("cache_stores")
+
+    def post_compile(self, example_inputs, constants, graph_kwargs):
+        if not self.lazy:
+            self._ensure()
+
+    def set_triton_bundle(self, triton_bundle):
+        pass
+
+
+class FailedOutputCode(OutputCode):
+    """A backward graph that could not be lowered: raises its error when a
+    backward runs, and is never cached."""
+
+    def __init__(self, error):
+        self.error = error
+        self._boxed_call = True
+
+    def __call__(self, inputs):
+        raise self.error
+
+    def prepare_for_serialization(self):
+        from torch._functorch._aot_autograd.autograd_cache import BypassAOTAutogradCache
+
+        raise BypassAOTAutogradCache(f"the backward graph failed to lower: {self.error}")
+
+    def post_compile(self, example_inputs, constants, graph_kwargs):
+        pass
+
+    def set_triton_bundle(self, triton_bundle):
+        pass
+
+
+# -- where entries live -------------------------------------------------------------
+
+@functools.lru_cache(maxsize=None)
+def fingerprint():
+    """Identity of everything besides the graph that shapes an entry: a new
+    extension build, changed Python sources, another rule set or another
+    torch / Python gives another folder."""
+    h = hashlib.sha256()
+    so = _C.__file__
+    st = os.stat(so)
+    h.update(f"{so}|{st.st_size}|{st.st_mtime_ns}|".encode())
+    here = os.path.dirname(os.path.abspath(__file__))
+    for name in sorted(os.listdir(here)):
+        if name.endswith(".py"):
+            with open(os.path.join(here, name), "rb") as f:
+                h.update(name.encode() + b"\0" + f.read())
+    h.update("\n".join(sorted(_C._lowered_ops())).encode())
+    h.update(f"|{torch.__version__}|{torch.version.git_version}|{sys.version}".encode())
+    return h.hexdigest()[:24]
+
+
+def cache_root():
+    """Our folder for AOTAutograd entries, or None when caching is off."""
+    disk = _C._runtime_stats().get("disk_cache_dir") or ""
+    if not disk:
+        return None
+    # disk is <root>/<plugin id>; entries do not depend on the PJRT plugin.
+    return os.path.join(os.path.dirname(disk), "torch_compile", fingerprint())
+
+
+@contextlib.contextmanager
+def scope():
+    """Runs one AOTAutograd call with its cache in our folder (or off) and the
+    backward graph compiled with the forward, so that the cache entry, which
+    holds both, is written inside this scope."""
+    from torch._functorch import config as fconfig
+
+    root = cache_root()
+    with _scope_lock:
+        if root is None:
+            with fconfig.patch(enable_autograd_cache=False):
+                yield
+            return
+        old = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = root
+        try:
+            with fconfig.patch(bundled_autograd_cache=True,
+                               force_non_lazy_backward_lowering=True):
+                yield
+        finally:
+            if old is None:
+                os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)
+            else:
+                os.environ["TORCHINDUCTOR_CACHE_DIR"] = old
