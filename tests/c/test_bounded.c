@@ -614,3 +614,68 @@ TPR_TEST(bounded_retyped_static_output_layout) {
   tpr_executable_release(exe);
   tpr_client_destroy(c);
 }
+
+// The graph builders: set_dimension_size on a parameter, exp, a row sum and
+// a row max over the dynamic dimension, and exp(x) set back static.
+TPR_TEST(bounded_graph_builders_compile_and_run) {
+  tpr_graph_t* g;
+  CHECK_OK(tpr_graph_create(&g));
+  tpr_value_t x = tpr_parameter(g, tpr_type_make(TPR_DTYPE_F32, 2,
+                                                 (int64_t[]){4, B}));
+  tpr_value_t n = tpr_parameter(g, tpr_type_scalar(TPR_DTYPE_S32));
+  tpr_value_t d = tpr_set_dimension_size(g, x, n, 1);
+  tpr_value_t e = tpr_unary(g, TPR_UNARY_EXP, d);
+  int64_t dim1 = 1;
+  tpr_graph_add_result(g, tpr_reduce(g, e, TPR_REDUCE_SUM, &dim1, 1));
+  tpr_graph_add_result(g, tpr_reduce(g, d, TPR_REDUCE_MAX, &dim1, 1));
+  tpr_graph_add_result(g, tpr_set_dimension_static(g, e, 1));
+  // Bad uses fail with a status, not a bad module.
+  tpr_graph_mark_t mark = tpr_graph_get_mark(g);
+  tpr_set_dimension_size(g, x, x, 1);
+  CHECK_STATUS(tpr_graph_status(g), TPR_INVALID_ARGUMENT);
+  tpr_graph_rollback(g, &mark);
+  char* text;
+  size_t len;
+  CHECK_OK(tpr_graph_emit_stablehlo(g, &text, &len));
+  CHECK_STR_CONTAINS(text, "tensor<4x?xf32, #stablehlo.bounds<?, 16>>");
+  tpr_client_t* c;
+  CHECK_OK(fixture_client(0, &c));
+  tpr_executable_t* exe;
+  tpr_status_t s = tpr_executable_compile(c, text, len, &exe);
+  if (!tpr_status_is_ok(s)) fprintf(stderr, "%s\n", text);
+  tpr_free(text);
+  tpr_graph_free(g);
+  CHECK_OK(s);
+  for (int size = 1; size <= B; size += 3) {
+    float h[4 * B];
+    for (int i = 0; i < 4 * B; i++)
+      h[i] = i % B < size ? 0.1f * (float)(i % 7) : 1e30f;
+    int32_t sz = size;
+    int64_t dims[2] = {4, B};
+    tpr_buffer_t* args[2];
+    CHECK_OK(tpr_buffer_from_host(c, 0, TPR_DTYPE_F32, dims, 2, h, &args[0]));
+    CHECK_OK(tpr_buffer_from_host(c, 0, TPR_DTYPE_S32, NULL, 0, &sz,
+                                  &args[1]));
+    tpr_buffer_t* out[3];
+    CHECK_OK(tpr_executable_execute(exe, 0, args, 2, NULL, out, true));
+    tpr_buffer_release(args[0]);
+    tpr_buffer_release(args[1]);
+    float sums[4], maxes[4], ex[4 * B];
+    CHECK_OK(tpr_buffer_to_host(out[0], sums, sizeof sums));
+    CHECK_OK(tpr_buffer_to_host(out[1], maxes, sizeof maxes));
+    CHECK_OK(tpr_buffer_to_host(out[2], ex, sizeof ex));
+    for (int i = 0; i < 3; i++) tpr_buffer_release(out[i]);
+    for (int r = 0; r < 4; r++) {
+      double want = 0, mx = -INFINITY;
+      for (int k = 0; k < size; k++) {
+        want += exp(h[r * B + k]);
+        mx = fmax(mx, h[r * B + k]);
+        CHECK(near(ex[r * B + k], exp(h[r * B + k])));
+      }
+      CHECK(near(sums[r], want));
+      CHECK(maxes[r] == (float)mx);
+    }
+  }
+  tpr_executable_release(exe);
+  tpr_client_destroy(c);
+}
