@@ -25,4 +25,19 @@ from .api import tpu_device  # noqa: E402
 from .metrics import metrics_report  # noqa: E402
 from .mode import execution_mode, get_execution_mode, mark_step, set_execution_mode  # noqa: E402
 
-__all__ = ["tpu_device", "set_execution_mode", "get_execution_mode", "execution_mode", "mark_step", "metrics_report"]
+
+
+def mark_dynamic(tensor, dim, max, min=2):
+    """Marks ``tensor.size(dim)`` dynamic with an upper bound for
+    torch.compile: every size in [min, max] then runs one executable,
+    compiled at ``max`` (bounded dynamism; the graph may only use ops that
+    honour the dynamic size, see torch_tpu/_compile.py). ``min`` is at
+    least 2 because Dynamo specialises sizes 0 and 1."""
+    import torch._dynamo
+
+    if not isinstance(max, int) or max < 2:
+        raise ValueError(f"mark_dynamic: max must be an int >= 2, got {max!r}")
+    torch._dynamo.mark_dynamic(tensor, dim, min=min, max=max)
+
+
+__all__ = ["mark_dynamic", "tpu_device", "set_execution_mode", "get_execution_mode", "execution_mode", "mark_step", "metrics_report"]

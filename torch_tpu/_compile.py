@@ -13,6 +13,18 @@ Shapes are static: a graph traced with symbolic sizes (``mark_dynamic``,
 automatic dynamic after a shape change) is specialized per concrete shape
 at run time, in a bounded LRU cache (``TORCH_TPU_COMPILE_MAX_SHAPES``,
 default 8); each specialization after the first counts as a recompile.
+
+Bounded dynamism (shape bucketing): when every symbolic size has an upper
+bound (``torch_tpu.mark_dynamic(t, dim, max=N)``, or
+``torch._dynamo.mark_dynamic(t, dim, min=.., max=N)``) and nothing needs
+gradients, the graph is compiled once at the bound instead: inputs are
+padded up to it, each dynamic dimension is marked with
+``stablehlo.set_dimension_size`` so XLA ignores the padding, and outputs
+are sliced back, so every size up to the bound runs one executable (the
+eager pad of an input still compiles a small program per new size). Only
+ops verified to honour the dynamic size may touch a dynamic dimension;
+anything else is a compile error naming the op (never a silently wrong
+result).
 """
 import collections
 import functools
@@ -161,6 +173,9 @@ class _Builder:
         # Placeholder -> program input index (tensors only).
         self.input_index = {self.placeholders[i]: k for k, i in enumerate(tensor_pos)}
 
+    def _spec(self, v, what):
+        return _type_spec(v, what)
+
     def _standin(self, node, tensors):
         """A meta tensor standing for |node|'s graph value in a C call."""
         if node in self.constants:  # get_attr tensors, baked integer inputs
@@ -209,7 +224,7 @@ class _Builder:
         outs = _flat_vals(val)
         try:
             ids = self.prog.lower(op._schema.name, op._overloadname, args, tensors,
-                                  [_type_spec(o, name) for o in outs])
+                                  [self._spec(o, name) for o in outs])
         except Exception as e:
             raise TpuCompileError(f"{name}: {e}\n  at {_where(node)}") from e
         if isinstance(val, (tuple, list)):
@@ -372,12 +387,300 @@ class _PerShape:
         return fn(*args)
 
 
+# -- bounded dynamism -------------------------------------------------------------
+
+# Ops that may touch a dynamic (padded) dimension: XLA's dynamic dimension
+# inference carries the runtime size through them, so the padding never
+# reaches a result (tests/c/test_bounded.c; tests/python/test_bucketing.py).
+# Reshapes, views, iota/arange, gathers, sorts, scans and index ops are not
+# here: XLA reads their padding or the rule bakes in the static size.
+_BUCKET_POINTWISE = frozenset("""
+    abs add.Tensor add.Scalar sub.Tensor sub.Scalar mul.Tensor mul.Scalar
+    div.Tensor div.Scalar neg exp log sqrt rsqrt tanh sigmoid relu gelu silu
+    sin cos pow.Tensor_Scalar pow.Tensor_Tensor maximum minimum where.self
+    clamp clamp_min clamp_max gt.Tensor gt.Scalar lt.Tensor lt.Scalar
+    ge.Scalar le.Scalar eq.Scalar ne.Scalar reciprocal erf
+    _to_copy clone
+""".split())
+# Reductions: the reduced dims may be dynamic (padding is replaced by the
+# init value) except for ops whose rule divides by the static count.
+_BUCKET_REDUCE = frozenset("sum.dim_IntList amax amin _softmax _log_softmax".split())
+_BUCKET_STATIC_REDUCE = frozenset("mean.dim var.correction".split())  # count baked in
+# Contractions: any dim may be dynamic, the contracting one included.
+_BUCKET_DOT = frozenset("mm bmm addmm".split())
+
+
+def _op_key(op):
+    """"exp", "add.Tensor": the op name, with the overload unless default."""
+    return _rule_name(op).split("::")[1]
+
+
+def _sym_expr(s):
+    return s.node.expr if isinstance(s, torch.SymInt) else None
+
+
+def _bounded_symbols(example_inputs):
+    """{symbol: upper bound} of a graph's symbolic sizes, or None when one of
+    them has no finite bound or a size is not a plain symbol."""
+    syms = {}
+    for x in example_inputs:
+        sizes = x.shape if isinstance(x, torch.Tensor) else (x,) \
+            if isinstance(x, torch.SymInt) else ()
+        for s in sizes:
+            e = _sym_expr(s)
+            if e is None:
+                continue
+            if not e.is_Symbol:
+                return None
+            up = s.node.shape_env.var_to_range[e].upper
+            if not getattr(up, "is_Integer", False):  # unbounded: int_oo
+                return None
+            up = int(up)
+            if up > 2**31 - 1:
+                return None
+            syms[e] = up
+    return syms or None
+
+
+class _BucketBuilder(_Builder):
+    """Builds the program of an AOT graph with symbolic sizes at the bounds."""
+
+    def __init__(self, gm, example_inputs, name, bounds):
+        self.gm, self.name, self.bounds = gm, name, bounds
+        self.placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+        self.baked = {}
+        self.symbols = sorted(bounds, key=str)
+        self.tensor_pos = [i for i, x in enumerate(example_inputs) if isinstance(x, torch.Tensor)]
+        self.examples = [example_inputs[i] for i in self.tensor_pos]
+        for i, x in enumerate(example_inputs):
+            if not isinstance(x, torch.Tensor) and _sym_expr(x) is None:
+                self.baked[i] = x
+        specs = [self._spec(example_inputs[i], f"{name} input {i}") for i in self.tensor_pos]
+        specs += [(torch.int32, [])] * len(self.symbols)
+        self.prog = _C.Program(specs)
+        ids = self.prog.inputs()
+        sizes = dict(zip(self.symbols, ids[len(self.tensor_pos):]))
+        self.constants = {self.placeholders[i]: v for i, v in self.baked.items()}
+        self.env, self.input_index = {}, {}
+        # Where each symbol's runtime value comes from: (input position, dim).
+        self.sources = {}
+        for k, i in enumerate(self.tensor_pos):
+            v = ids[k]
+            for d, s in enumerate(example_inputs[i].shape):
+                e = _sym_expr(s)
+                if e is not None:
+                    self.sources.setdefault(e, (i, d))
+                    v = self.prog.set_dimension_size(v, sizes[e], d)
+            self.env[self.placeholders[i]] = v
+            self.input_index[self.placeholders[i]] = k
+        for i, x in enumerate(example_inputs):
+            if _sym_expr(x) is not None:
+                self.sources.setdefault(_sym_expr(x), (i, None))
+                self.constants[self.placeholders[i]] = _SymArg(self.placeholders[i])
+
+    def _spec(self, v, what):
+        """(dtype, shape at the bounds): the rules see static shapes."""
+        if not isinstance(v, torch.Tensor):
+            raise TpuCompileError(f"{what}: expected a tensor, got {type(v).__name__}")
+        shape = []
+        for s in v.shape:
+            e = _sym_expr(s)
+            if e is not None and e not in self.bounds:
+                raise TpuCompileError(f"{what}: size {e} is not a bounded input size "
+                                      f"(only sizes marked with a max can be bucketed)")
+            shape.append(self.bounds[e] if e is not None else s)
+        return (v.dtype, shape)
+
+    def _dyn_dims(self, val):
+        return [d for d, s in enumerate(val.shape) if _sym_expr(s) is not None] \
+            if isinstance(val, torch.Tensor) else []
+
+    def _check_node(self, node):
+        """Rejects an op that would read the padding of a dynamic dimension."""
+        op = node.target
+        name = _rule_name(op)
+
+        def symbolic(a):
+            if isinstance(a, torch.fx.Node):
+                return isinstance(self.constants.get(a), _SymArg) or \
+                    isinstance(a.meta.get("val"), torch.SymInt)
+            if isinstance(a, (list, tuple)):
+                return any(symbolic(x) for x in a)
+            return isinstance(a, torch.SymInt)
+
+        ins = [a.meta.get("val") for a in node.all_input_nodes]
+        touched = any(self._dyn_dims(v) for v in ins + _flat_vals(node.meta.get("val")))
+        if not touched and not symbolic(list(node.args) + list(node.kwargs.values())):
+            return
+        key = _op_key(op)
+        why = None
+        if symbolic(list(node.args) + list(node.kwargs.values())):
+            why = "it takes a symbolic size as an argument"
+        elif key in _BUCKET_POINTWISE or key in _BUCKET_REDUCE or key in _BUCKET_DOT:
+            pass
+        elif key in _BUCKET_STATIC_REDUCE:
+            x = node.args[0].meta["val"]
+            dims = node.args[1] if len(node.args) > 1 and node.args[1] is not None \
+                else list(range(x.dim()))
+            dyn = self._dyn_dims(x)
+            if any(d % max(x.dim(), 1) in dyn for d in dims):
+                why = "it divides by the static element count of a dynamic dimension"
+        else:
+            why = "its lowering is not verified to ignore the padding of a dynamic dimension"
+        if why:
+            raise TpuCompileError(
+                f"{name} cannot run on a bucketed (bounded dynamic) size: {why}; "
+                f"compile without a bound (torch_tpu.mark_dynamic max) to specialise "
+                f"per shape, at\n{_where(node)}")
+
+    def lower_node(self, node):
+        if not isinstance(node.target, torch._ops.OpOverload):
+            if node.target is operator.getitem:
+                return super().lower_node(node)
+            val = node.meta.get("val")
+            if isinstance(val, (torch.SymInt, int)):  # size arithmetic: unused by
+                self.constants[node] = _SymArg(node)  # allowed ops (checked)
+                return
+        else:
+            self._check_node(node)
+        super().lower_node(node)
+
+    def _standin(self, node, tensors):
+        if node in self.constants:
+            return self.constants[node]
+        val = node.meta.get("val")
+        t = torch.empty(self._spec(val, node.name)[1] if val is not None else (),
+                        device="meta", dtype=val.dtype if val is not None else torch.float32)
+        tensors.append((t, self.env[node]))
+        return t
+
+    def build(self):
+        self.mutations = []
+        outputs = None
+        for node in self.gm.graph.nodes:
+            if node.op == "placeholder":
+                continue
+            if node.op == "get_attr":
+                t = getattr(self.gm, node.target)
+                self.constants[node] = t.detach().cpu() if isinstance(t, torch.Tensor) else t
+            elif node.op == "call_function":
+                self.lower_node(node)
+            elif node.op == "output":
+                outputs = node.args[0]
+        if self.mutations:
+            raise TpuCompileError(f"{self.name}: input mutations are not supported on "
+                                  f"bucketed (bounded dynamic) sizes")
+        layout, fresh = [], 0
+        for o in outputs:
+            if not isinstance(o, torch.fx.Node):
+                layout.append(("const", o, None))
+            elif isinstance(self.constants.get(o), _SymArg):
+                layout.append(("sym", _sym_expr(o.meta["val"]), None))
+            elif o in self.constants:
+                layout.append(("const", self.constants[o], None))
+            elif o in self.input_index:
+                layout.append(("input", self.tensor_pos[self.input_index[o]], None))
+            else:
+                val = o.meta.get("val")
+                v = self.env[o]
+                for d in self._dyn_dims(val):  # leaves laid out at the bound
+                    v = self.prog.set_dimension_static(v, d)
+                self.prog.add_output(v, -1, val.dtype)
+                layout.append(("out", fresh, [_sym_expr(s) for s in val.shape]))
+                fresh += 1
+        t0 = time.perf_counter()
+        if self.prog.compile(self.name):
+            _add_seconds("xla_seconds", time.perf_counter() - t0)
+        _count("programs")
+        pad_to = [[self.bounds[_sym_expr(s)] if _sym_expr(s) is not None else None
+                   for s in x.shape] for x in self.examples]
+        return _bucket_runner(self.prog, layout, self.baked, self.tensor_pos, pad_to,
+                              self.symbols, self.sources, self.bounds)
+
+
+class _SymArg:
+    """A graph value that is a symbolic size (never lowered)."""
+
+    def __init__(self, node):
+        self.node = node
+
+
+def _bucket_runner(prog, layout, baked, tensor_pos, pad_to, symbols, sources, bounds):
+    """Runs a program compiled at the bounds: pads each tensor input up to
+    its bounds (pad_to[k][d]: the bound of dim d of tensor input k, or None),
+    passes the sizes as s32 scalars, and slices outputs back."""
+
+    def run(args):
+        for i, v in baked.items():
+            if args[i] != v:
+                raise TpuCompileError(f"compiled graph input {i} was specialised to {v}, "
+                                      f"got {args[i]}")
+        values = {e: int(args[i] if d is None else args[i].shape[d])
+                  for e, (i, d) in sources.items()}
+        for e, n in values.items():
+            if n > bounds[e]:
+                raise TpuCompileError(f"size {n} exceeds the bound {bounds[e]} of a "
+                                      f"bucketed dimension ({e})")
+        inputs = []
+        for k, i in enumerate(tensor_pos):
+            t = args[i]
+            pad = []
+            for d in reversed(range(t.dim())):
+                pad += [0, pad_to[k][d] - t.shape[d] if pad_to[k][d] is not None else 0]
+            inputs.append(torch.nn.functional.pad(t, pad) if any(pad) else t)
+        device = next((t.device for t in inputs if t.device.type == "tpu"), None)
+        inputs += [torch.tensor(values[e], dtype=torch.int32, device=device) for e in symbols]
+        args.clear()
+        outs = prog.run(inputs)
+        res = []
+        for kind, v, shape in layout:
+            if kind == "out":
+                o = outs[v]
+                for d, e in enumerate(shape):
+                    if e is not None and values[e] != o.shape[d]:
+                        o = o.narrow(d, 0, values[e])
+                res.append(o)
+            elif kind == "input":
+                res.append(inputs[tensor_pos.index(v)])
+            elif kind == "sym":
+                res.append(values[v])
+            else:
+                res.append(v)
+        return res
+
+    run._boxed_call = True
+    return run
+
+
+def _bucketed_backend(gm, example_inputs, bounds):
+    from torch._dynamo.backends.common import aot_autograd
+    from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+    def compile_bucketed(agm, examples):
+        t0 = time.perf_counter()
+        name = f"compiled_bucketed_{len(list(agm.graph.nodes))}nodes"
+        with unset_fake_temporarily():
+            fn = _BucketBuilder(agm, examples, name, bounds).build()
+        _add_seconds("seconds", time.perf_counter() - t0)
+        _count("bucketed")
+        return fn
+
+    return aot_autograd(fw_compiler=compile_bucketed, inference_compiler=compile_bucketed,
+                        decompositions=decompositions(),
+                        keep_inference_input_mutations=True)(gm, example_inputs)
+
+
 def tpu_backend(gm, example_inputs, **kwargs):
     """The Dynamo backend registered as "tpu"."""
     if kwargs.get("options"):
         raise TpuCompileError(f"backend 'tpu' takes no options, got {kwargs['options']}")
     _count("graphs")
     if any(_is_symbolic(x) for x in example_inputs):
+        bounds = _bounded_symbols(example_inputs)
+        # Training graphs (inputs needing gradients) stay per shape for now.
+        if bounds is not None and not any(
+                isinstance(x, torch.Tensor) and x.requires_grad for x in example_inputs):
+            return _bucketed_backend(gm, example_inputs, bounds)
         return _PerShape(gm)
     return _aot_compile(gm, example_inputs)
 

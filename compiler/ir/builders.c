@@ -892,3 +892,36 @@ void tpr_rng_bits(tpr_graph_t* g, tpr_value_t state, tpr_type_t type,
   *out_new_state = first;
   *out_bits = first + 1;
 }
+
+//===--- bounded dynamism -------------------------------------------------===//
+
+tpr_value_t tpr_set_dimension_size(tpr_graph_t* g, tpr_value_t v,
+                                   tpr_value_t size, int64_t dimension) {
+  if (!tpr_graph_ok(g)) return TPR_VALUE_NONE;
+  OPERAND(t, v, "tpr_set_dimension_size", 0);
+  OPERAND(st, size, "tpr_set_dimension_size", 1);
+  char b[TB];
+  if (dimension < 0 || dimension >= t->rank)
+    FAIL("tpr_set_dimension_size: dimension %lld of %s", (long long)dimension,
+         fmt(t, b));
+  if (st->rank != 0 || st->dtype != TPR_DTYPE_S32)
+    FAIL("tpr_set_dimension_size: the size must be a rank-0 s32, got %s",
+         fmt(st, b));
+  tpr_value_t ops[2] = {v, size};
+  int64_t restore = 0;
+  return add1(g, TPR_OP_SET_DIMENSION_SIZE, (int32_t)dimension, ops, 2,
+              &restore, 1, *t);
+}
+
+tpr_value_t tpr_set_dimension_static(tpr_graph_t* g, tpr_value_t v,
+                                     int64_t dimension) {
+  if (!tpr_graph_ok(g)) return TPR_VALUE_NONE;
+  OPERAND(t, v, "tpr_set_dimension_static", 0);
+  char b[TB];
+  if (dimension < 0 || dimension >= t->rank)
+    FAIL("tpr_set_dimension_static: dimension %lld of %s",
+         (long long)dimension, fmt(t, b));
+  int64_t restore = 1;
+  return add1(g, TPR_OP_SET_DIMENSION_SIZE, (int32_t)dimension, &v, 1,
+              &restore, 1, *t);
+}

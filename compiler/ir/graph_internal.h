@@ -71,6 +71,9 @@ typedef enum tpr_op_e {
   TPR_OP_WHILE,            // operands = init[k], cond predicate, body
                            // results[k]; sub = k; ints = {cond args node,
                            // body args node}; results: the final values
+  // bounded dynamism (builders.c)
+  TPR_OP_SET_DIMENSION_SIZE,  // sub = dimension; ints = {restore};
+                              // operands = v, size (enter) or v (restore)
   TPR_OP_COUNT_
 } tpr_op_t;
 

@@ -888,6 +888,74 @@ static void emit_while(emitter_t* e, int ni, const tpr_node_t* n) {
   put(e, k > 1 ? ")\n" : "\n");
 }
 
+// The bounded-dynamic twin of |t|: dimension |dim| becomes "?" with t's
+// size as its bound: tensor<4x?xf32, #stablehlo.bounds<?, 16>>.
+static void put_dynamic_type(emitter_t* e, const tpr_type_t* t, int dim) {
+  put(e, "tensor<");
+  for (int i = 0; i < t->rank; i++)
+    if (i == dim) put(e, "?x");
+    else putf(e, "%lldx", (long long)t->dims[i]);
+  putf(e, "%s, #stablehlo.bounds<", tpr_dtype_mlir_name(t->dtype));
+  for (int i = 0; i < t->rank; i++) {
+    if (i) put(e, ", ");
+    if (i == dim) put_i64(e, t->dims[i]);
+    else put(e, "?");
+  }
+  put(e, ">>");
+}
+
+// Only set_dimension_size's own result is typed dynamic; a same-type
+// convert retypes it static at once, so every other op keeps the static
+// types its rule gave it (XLA's dynamic dimension inference follows the
+// HLO, not the declared types). Restoring converts to the dynamic type
+// first: set_dimension_size on a static-typed operand to its full size is
+// folded away, and the result would leave the program still dynamic
+// (compacted, not laid out at the bound).
+static void emit_set_dimension_size(emitter_t* e, int ni,
+                                    const tpr_node_t* n) {
+  const tpr_value_t* ops = operands_of(e, n);
+  const tpr_type_t* t = vtype(e, ops[0]);
+  int dim = n->sub;
+  bool restore = ints_of(e, n)[0] != 0;
+  if (!restore) {
+    putf(e, "    %%n%d_d = \"stablehlo.set_dimension_size\"(", ni);
+    put_value(e, ops[0]);
+    put(e, ", ");
+    put_value(e, ops[1]);
+    putf(e, ") {dimension = %d : i64} : (", dim);
+    put_type(e, t);
+    put(e, ", tensor<i32>) -> ");
+    put_dynamic_type(e, t, dim);
+    put(e, "\n");
+    begin(e, n);
+    putf(e, "\"stablehlo.convert\"(%%n%d_d) : (", ni);
+    put_dynamic_type(e, t, dim);
+    put(e, ") -> ");
+    put_type(e, t);
+    put(e, "\n");
+    return;
+  }
+  putf(e, "    %%n%d_d = \"stablehlo.convert\"(", ni);
+  put_value(e, ops[0]);
+  put(e, ") : (");
+  put_type(e, t);
+  put(e, ") -> ");
+  put_dynamic_type(e, t, dim);
+  putf(e,
+       "\n    %%n%d_c = \"stablehlo.constant\"() {value = dense<%lld> : "
+       "tensor<i32>} : () -> tensor<i32>\n",
+       ni, (long long)t->dims[dim]);
+  begin(e, n);
+  putf(e,
+       "\"stablehlo.set_dimension_size\"(%%n%d_d, %%n%d_c) {dimension = %d "
+       ": i64} : (",
+       ni, ni, dim);
+  put_dynamic_type(e, t, dim);
+  put(e, ", tensor<i32>) -> ");
+  put_type(e, t);
+  put(e, "\n");
+}
+
 static void emit_node(emitter_t* e, int ni) {
   const tpr_graph_t* g = e->g;
   const tpr_node_t* n = &g->nodes[ni];
@@ -1051,6 +1119,9 @@ static void emit_node(emitter_t* e, int ni) {
       return;
     case TPR_OP_WHILE:
       emit_while(e, ni, n);
+      return;
+    case TPR_OP_SET_DIMENSION_SIZE:
+      emit_set_dimension_size(e, ni, n);
       return;
     case TPR_OP_COUNT_:
       return;

@@ -168,6 +168,23 @@ class Program {
     return r;
   }
 
+  // Bounded dynamism: |v|'s dimension |dim| holds |size| (an s32 scalar
+  // value) real entries, the rest is padding XLA then ignores.
+  int set_dimension_size(int v, int size, int64_t dim) {
+    tpr_graph_t* g = tpr_program_graph(p_);
+    tpr_value_t r = tpr_set_dimension_size(g, v, size, dim);
+    check(tpr_graph_status(g));
+    return r;
+  }
+
+  // Back to a static array laid out at the bound (for outputs).
+  int set_dimension_static(int v, int64_t dim) {
+    tpr_graph_t* g = tpr_program_graph(p_);
+    tpr_value_t r = tpr_set_dimension_static(g, v, dim);
+    check(tpr_graph_status(g));
+    return r;
+  }
+
   // A fresh output of |dtype| (mutates < 0), or the new value of input
   // |mutates|.
   void add_output(int value, int mutates, c10::ScalarType dtype) {
@@ -251,6 +268,8 @@ void init_program_bindings(py::module& m) {
       .def("inputs", &Program::inputs)
       .def("lower", &Program::lower)
       .def("convert", &Program::convert)
+      .def("set_dimension_size", &Program::set_dimension_size)
+      .def("set_dimension_static", &Program::set_dimension_static)
       .def("add_output", &Program::add_output)
       .def("compile", &Program::compile)
       .def("run", &Program::run);

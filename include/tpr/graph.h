@@ -173,6 +173,22 @@ tpr_value_t tpr_pad(tpr_graph_t* graph, tpr_value_t v, tpr_value_t pad_value,
 tpr_value_t tpr_reverse(tpr_graph_t* graph, tpr_value_t v,
                         const int64_t* dims, int num_dims);
 
+// Bounded dynamism. |v| holds an array padded to its static size (the
+// bound) along |dimension|; its first |size| (a rank-0 s32 value) entries
+// are real. The result has v's type, but XLA tracks the runtime size from
+// here on through elementwise ops, broadcasts, reductions and dots, so
+// they ignore the padding (one executable for every size up to the bound).
+// It does NOT survive a reshape that splits or merges that dimension (XLA
+// then silently reads the padding): callers must keep such ops away from
+// dynamic dimensions.
+tpr_value_t tpr_set_dimension_size(tpr_graph_t* graph, tpr_value_t v,
+                                   tpr_value_t size, int64_t dimension);
+// Ends the dynamic size of |dimension| (back to the full bound), so a
+// result leaves the program as a static array laid out at the bound; the
+// entries past the runtime size are unspecified.
+tpr_value_t tpr_set_dimension_static(tpr_graph_t* graph, tpr_value_t v,
+                                     int64_t dimension);
+
 //===--- elementwise -----------------------------------------------------===//
 
 typedef enum tpr_unary_op_e {
