@@ -44,6 +44,7 @@ import argparse
 import collections
 import inspect
 import json
+import math
 import os
 import re
 import sys
@@ -131,12 +132,12 @@ _WIDTH_NAME = re.compile(r"(hidden_size|hidden_dim|_dim|_channels|_rank|^d_inner
                          r"embedding_size|_width|head_size|headdim|^d_head|^d_kv|_groups)$")
 _NOT_WIDTH = re.compile(r"vocab|image|patch|position|window|kernel|chunk|max_|sampling|codebook_size|"
                         r"batch|mel|bins|stride|pool|seq|length|frame|rate|label|^num_|^n_|layer|"
-                        r"stage|depth|ratio|factor|token|_ids?$|index|bucket|time_step_rank")
+                        r"stage|depth|ratio|factor|token|_ids?$|_index$|bucket|time_step_rank")
 # Widths per attention head (and low-rank projections feeding heads): scaled
 # by how much narrower each head got, so sums such as qk_head_dim = nope + rope
 # and rope sections still hold.
 _PER_HEAD = re.compile(r"(head_dim|head_size|headdim|^d_head|^d_kv|rotary_dim|lora_rank)$")
-_HEADS_NAME = re.compile(r"^(num|n)_.*heads$|_n_heads$")
+_HEADS_NAME = re.compile(r"^(num|n)_.*heads$|_n_heads$|_num_heads$")
 # (heads, width per head, width, factor): heads * per head == factor * width
 # in the default config stays true after the shrink
 _PRODUCTS = [
@@ -197,14 +198,29 @@ def _per_layer(d, o, keep):
         elif k.endswith(("layer_ids", "layer_indices")) and isinstance(v, list) and \
                 all(_int(x) for x in v):
             d[k] = [keep.index(x) for x in v if x in keep]
+        elif k in ("out_features", "out_indices") and v is not None:
+            d[k] = None  # backbones: named stages may be gone; the last one is used
     for k in _LAYERS:
         if _int(o.get(k)) and o[k] == depth:
             d[k] = len(keep)
 
 
+def _targets(level):
+    """Config key -> shrunk value at ``level``. The consistent level keeps
+    heads 16 wide so partial rotary fractions and rope sections stay whole."""
+    if level != "consistent":
+        return _SHRINK
+    t = {k: v for k, v in _SHRINK.items() if k not in ("head_dim", "rotary_dim")}
+    t.update(dict.fromkeys(_WIDTHS, 2 * HIDDEN), **dict.fromkeys(_FFNS, 2 * FFN))
+    t.update(dict.fromkeys(("num_experts_per_token", "moe_topk"), 2),
+             vocab_size_per_layer_input=VOCAB)
+    return t
+
+
 def _widths_of(o, out):
     """Original value -> shrunk value of every width/FFN size in the tree (the
     first key wins): other entries naming that size follow it."""
+    t = _targets("consistent")
     for keys in (_WIDTHS, _FFNS):
         stack = [o]
         while stack:
@@ -212,36 +228,75 @@ def _widths_of(o, out):
             for k, v in c.items():
                 if isinstance(v, dict):
                     stack.append(v)
-                elif k in keys and _int(v) and v > _SHRINK[k]:
-                    out.setdefault(v, _SHRINK[k])
+                elif k in keys and _int(v) and v > t[k]:
+                    out.setdefault(v, t[k])
     return out
 
 
-def _consistent(d, o, widths):
-    """Level "consistent" on one config dict ``d`` shrunk from ``o``."""
+def _scales(o, ctx):
+    """(width factor, per-head factor) of config dict ``o`` at the consistent
+    level; a dict without its own width (rope or per-layer tables) inherits
+    its parent's. The per-head factor is a power of two so rope sections and
+    head sizes divide evenly."""
+    t = _targets("consistent")
+    hidden = next((k for k in _WIDTHS if _int(o.get(k))), None)
+    if not hidden:
+        return ctx
+    heads = next((k for k in _HEADS if _int(o.get(k))), None)
+    new = min(o[hidden], t[hidden])
+    w = o[hidden] / new
+    if not heads:
+        return w, w
+    per = (o[hidden] / o[heads]) / (new / min(o[heads], t[heads]))
+    return w, 2 ** max(0, round(math.log2(per))) if per > 0 else 1
+
+
+def _sections(v, s):
+    """Rope sections (summing to half a head) for heads ``s`` times narrower:
+    the same proportions, each at least 1, summing to sum(v) / s."""
+    total = max(len(v), round(sum(v) / s))
+    out = [max(1, int(x * total / sum(v))) for x in v]
+    for i in sorted(range(len(v)), key=lambda i: -v[i]):
+        if sum(out) >= total:
+            break
+        out[i] += 1
+    return out
+
+
+def _consistent(d, o, widths, ctx):
+    """Level "consistent" on one config dict ``d`` shrunk from ``o``; ``ctx``
+    is its (width, per-head) scale factors."""
     hidden = next((k for k in _WIDTHS if _int(o.get(k))), None)
     heads = next((k for k in _HEADS if _int(o.get(k))), None)
-    if heads and hidden and o.get("head_dim", 0) is None:
-        d["head_dim"] = d[hidden] // d[heads]  # None means derived: keep it derived
+    w, s = ctx or (None, None)
+    for k, v in o.items():
+        if not isinstance(k, str) or k in _targets("consistent"):
+            continue
+        if _HEADS_NAME.search(k) and _int(v) and v > HEADS:
+            d[k] = d[heads] if heads and v >= o[heads] else HEADS if v > KV_HEADS * 4 else KV_HEADS
+        elif _is_width(k, v) and _int(v) and v >= 16:
+            if v in widths and v >= 64 and not _PER_HEAD.search(k):
+                d[k] = widths[v]
+            elif s and _PER_HEAD.search(k):
+                d[k] = min(v, _even(v / s))
+            elif w and not k.endswith("_groups"):
+                d[k] = min(v, max(8, int(round(v / w / 8)) * 8))
+        elif k == "mrope_section" and s and isinstance(v, list) and all(_int(x) for x in v):
+            d[k] = _sections(v, s)
+    if heads and hidden and "head_dim" in o and (o["head_dim"] is None or
+                                                 o["head_dim"] * o[heads] == o[hidden]):
+        d["head_dim"] = d[hidden] // d[heads]  # derived from width and heads: keep it so
     for k in _KV_HEADS:
         if k in o and heads and (o[k] is None or o[k] == o[heads]):
             d[k] = d[heads]  # multi-head attention stays multi-head
     if "vocab_size" in o and o["vocab_size"] is None:
         d["vocab_size"] = VOCAB
-    w = s = None
-    if hidden and o[hidden] > d[hidden]:
-        w = o[hidden] / d[hidden]
-        s = w if not heads else (o[hidden] / o[heads]) / (d[hidden] / d[heads])
-    for k, v in o.items():
-        if k in _SHRINK or not isinstance(k, str):
-            continue
-        if _HEADS_NAME.search(k) and _int(v) and heads and v > d[heads]:
-            d[k] = d[heads] if v >= o[heads] else min(v, KV_HEADS)
-        elif _is_width(k, v) and _int(v) and v >= 16:
-            if v in widths and v >= 64:
-                d[k] = widths[v]
-            elif w and not k.endswith("_groups"):
-                d[k] = min(v, _even(v / (s if _PER_HEAD.search(k) else w)))
+    experts = next((d[k] for k in _EXPERTS if _int(d.get(k))), None)
+    if experts:
+        if d.get("num_experts_per_tok", 0) is None:
+            d["num_experts_per_tok"] = 2
+        if _int(d.get("n_group")) and experts % d["n_group"]:
+            d["n_group"] = d["topk_group"] = 1  # expert groups must divide the experts
     for nh, per, width, factor in _PRODUCTS:
         if all(_int(o.get(k)) for k in (nh, per, width)) and \
                 o[nh] * o[per] == o[width] * (o.get(factor) or 1):
@@ -272,14 +327,17 @@ def _scaled_factor(o):
     return f
 
 
-def _shrink_dict(d, level="basic", widths=None, factor=1):
+def _shrink_dict(d, level="basic", widths=None, factor=1, ctx=None):
     out = {}
+    targets = _targets(level)
+    if level == "consistent":
+        ctx = _scales(d, ctx)
     # hierarchical vision models list heads per stage: their width must stay
     # divisible by those counts, so it is left alone
     staged = isinstance(d.get("num_heads"), list)
     for k, v in d.items():
         if isinstance(v, dict):
-            out[k] = _shrink_dict(v, level, widths, factor)
+            out[k] = _shrink_dict(v, level, widths, factor, ctx)
         elif staged and k in ("embed_dim", "hidden_size"):
             out[k] = v
         elif level == "scaled" and (k in _WIDTHS or k in _FFNS or _is_width(k, v)) and \
@@ -288,12 +346,12 @@ def _shrink_dict(d, level="basic", widths=None, factor=1):
             out[k] = [scale(x) for x in v] if isinstance(v, list) else scale(v)
         elif level in ("scaled", "layers") and k not in _SIZE_ONLY:
             out[k] = v
-        elif k in _SHRINK and _int(v) and v > _SHRINK[k]:
-            out[k] = _SHRINK[k]
+        elif k in targets and _int(v) and v > targets[k]:
+            out[k] = targets[k]
         else:
             out[k] = v
     if level == "consistent":
-        _consistent(out, d, widths)
+        _consistent(out, d, widths, ctx)
     depth = next((d[k] for k in ("num_hidden_layers", "num_layers", "n_layer")
                   if _int(d.get(k))), None)
     layers = next((out[k] for k in ("num_hidden_layers", "num_layers", "n_layer") if k in out), None)
