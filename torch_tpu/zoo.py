@@ -128,10 +128,10 @@ _MAX_PARAMS = 12_000_000
 
 # Names of integer config entries that are widths (channels of some tensor),
 # and names that look alike but count or size something else.
-_WIDTH_NAME = re.compile(r"(hidden_size|hidden_dim|_dim|_channels|_rank|^d_inner|^d_latents|"
+_WIDTH_NAME = re.compile(r"(hidden_size|hidden_dim|projection_size|_output_size|_dim|_channels|_rank|^d_inner|^d_latents|"
                          r"embedding_size|_width|head_size|headdim|^d_head|^d_kv|_groups)$")
 _NOT_WIDTH = re.compile(r"vocab|image|patch|position|window|kernel|chunk|max_|sampling|codebook_size|"
-                        r"batch|mel|bins|stride|pool|seq|length|frame|rate|label|^num_|^n_|layer|"
+                        r"batch|mel|bins|stride|pool_size|pooling|seq|length|frame|rate|label|^num_|^n_|layer|"
                         r"stage|depth|ratio|factor|token|_ids?$|_index$|bucket|time_step_rank")
 # Widths per attention head (and low-rank projections feeding heads): scaled
 # by how much narrower each head got, so sums such as qk_head_dim = nope + rope
@@ -149,7 +149,42 @@ _PRODUCTS = [
 
 # model type -> config entries set after the generic shrink (nested dicts go
 # into sub-configs), for invariants a name-based rule cannot see.
+_MROPE_16 = {"rope_parameters": {"mrope_section": [2, 3, 3]}}  # t/h/w split of 16-wide heads
 _OVERRIDES = {
+    # attention windows pick their rope by layer type; the default table is empty
+    "cohere_compass": {"text_config": {"rope_parameters": {
+        "full_attention": {"rope_type": "default", "rope_theta": 10000.0}}}},
+    "cohere_compass_text": {"rope_parameters": {
+        "full_attention": {"rope_type": "default", "rope_theta": 10000.0}}},
+    # the default attention config lacks the rope base the model reads
+    "dbrx": {"attn_config": {"rope_theta": 10000.0}},
+    # default MoE sizes are None (checkpoints set them)
+    "diffusion_gemma": {"text_config": {"num_experts": 4, "top_k_experts": 2,
+                                        "moe_intermediate_size": 64}},
+    "dots1": {"n_routed_experts": 4, "n_shared_experts": 1, "num_experts_per_tok": 2},
+    # rope sections of a 16-wide head (sum 8): the default code sections need 128
+    "ernie4_5_vl_moe": {"text_config": {"rope_parameters": {"mrope_section": [3, 3, 2]}}},
+    # the last backbone stage feeds the matcher: its width is the hidden size
+    "efficientloftr": {"out_features": [64, 64, 64, 64]},
+    # KV sharing across the last layers needs layers of every kind before them
+    "gemma3n_text": {"num_kv_shared_layers": 0},
+    # the default fails its own validation
+    "gemma4_assistant": {"hidden_size_per_layer_input": 0},
+    "gemma4_unified_assistant": {"text_config": {"num_kv_shared_layers": 0}},
+    "glm4v_moe_text": _MROPE_16,
+    "glm4v_text": _MROPE_16,
+    "glm_image_text": _MROPE_16,
+    "glm_ocr_text": _MROPE_16,
+    # the default stack is all Mamba; the cache wants one attention layer
+    "granitemoehybrid": {"layer_types": ["linear_attention", "full_attention"]},
+    # the model reads rope sections the default leaves out
+    "hunyuan_vl_text": {"rope_parameters": {"mrope_section": [2, 2, 2, 2]}},
+    # the default config has no kv head count but the model reads one
+    "moonshine_streaming": {"num_key_value_heads": HEADS},
+    "qwen2_5_vl_text": _MROPE_16,
+    "qwen2_vl_text": _MROPE_16,
+    # the shared transformer is tied across hybrid layers: keep two of them
+    "zamba": {"num_hidden_layers": 4, "layers_block_type": ["linear_attention", "hybrid"] * 2},
 }
 
 
@@ -198,7 +233,7 @@ def _per_layer(d, o, keep):
         elif k.endswith(("layer_ids", "layer_indices")) and isinstance(v, list) and \
                 all(_int(x) for x in v):
             d[k] = [keep.index(x) for x in v if x in keep]
-        elif k in ("out_features", "out_indices") and v is not None:
+        elif k in ("out_features", "out_indices") and v is not None and "out_features" in d:
             d[k] = None  # backbones: named stages may be gone; the last one is used
     for k in _LAYERS:
         if _int(o.get(k)) and o[k] == depth:
@@ -427,6 +462,10 @@ def build_level(cls, model_type, task, level):
     import torch
     from transformers import AutoConfig
     config = shrink(AutoConfig.for_model(model_type), level)
+    want = getattr(cls, "config_class", None)
+    if isinstance(want, type) and not isinstance(config, want):
+        # a head over one part of a composite model (Musicgen's decoder)
+        config = next((v for v in vars(config).values() if isinstance(v, want)), config)
     if level in ("scaled", "layers"):
         n = _param_count(cls, config)
         if n is None or n > _MAX_PARAMS:
