@@ -163,10 +163,10 @@ _OVERRIDES = {
     "diffusion_gemma": {"text_config": {"num_experts": 4, "top_k_experts": 2,
                                         "moe_intermediate_size": 64}},
     "dots1": {"n_routed_experts": 4, "n_shared_experts": 1, "num_experts_per_tok": 2},
-    # rope sections of a 16-wide head (sum 8): the default code sections need 128
-    "ernie4_5_vl_moe": {"text_config": {"rope_parameters": {"mrope_section": [3, 3, 2]}}},
     # the last backbone stage feeds the matcher: its width is the hidden size
     "efficientloftr": {"out_features": [64, 64, 64, 64]},
+    # rope sections of a 16-wide head (sum 8): the default code sections need 128
+    "ernie4_5_vl_moe": {"text_config": {"rope_parameters": {"mrope_section": [3, 3, 2]}}},
     # KV sharing across the last layers needs layers of every kind before them
     "gemma3n_text": {"num_kv_shared_layers": 0},
     "glm4v_moe_text": _MROPE_16,
