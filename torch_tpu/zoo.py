@@ -182,6 +182,131 @@ def _sub(config, attr, default):
     return default
 
 
+def _first(c, names, default):
+    """The first of ``names`` that ``c`` sets to an int (or a list of ints)."""
+    for n in names:
+        v = getattr(c, n, None)
+        if isinstance(v, (list, tuple)) and v and isinstance(v[0], int):
+            v = v[0]
+        if isinstance(v, int) and not isinstance(v, bool):
+            return v
+    return default
+
+
+def _vision(config):
+    return getattr(config, "vision_config", None) or config
+
+
+def _token_id(config, *kinds):
+    """A placeholder token id (``image``, ``video``, ``audio``...) from the
+    config, under its ``*_token_id`` or ``*_token_index`` spelling."""
+    for kind in kinds:
+        for c in (config, config.get_text_config()):
+            for suffix in ("_token_id", "_token_index"):
+                v = getattr(c, kind + suffix, None)
+                if isinstance(v, int) and not isinstance(v, bool):
+                    return v
+    return None
+
+
+def fit_config(config):
+    """Config values the synthesised inputs depend on, made consistent after
+    ``shrink``: multimodal placeholder ids set beside (not inside) the text
+    config must index the shrunk text vocabulary, since the placeholders are
+    embedded before the image features replace them; per-model settings come
+    from ``_RECIPES``. Only values that are out of range are changed."""
+    text = config.get_text_config()
+    vocab = getattr(text, "vocab_size", None)
+    if isinstance(vocab, int) and text is not config:
+        used = {v for k, v in text.to_dict().items()
+                if isinstance(v, int) and k.endswith(("_token_id", "_token_index"))}
+        fresh = vocab - 1
+        for k, v in list(config.to_dict().items()):
+            if k.endswith(("_token_id", "_token_index")) and isinstance(v, int) and \
+                    not isinstance(v, bool) and v >= vocab:
+                while fresh in used:
+                    fresh -= 1
+                setattr(config, k, fresh)
+                used.add(fresh)
+    recipe = _RECIPES.get(config.model_type)
+    if recipe and recipe[1]:
+        recipe[1](config)
+    return config
+
+
+def _patch_grid(config):
+    """Flattened-patch layout of Qwen2-VL-style vision towers: (patch vector
+    length, (t, h, w) grid of one image, placeholder tokens per image). The
+    grid is the smallest the spatial merge accepts, doubled so that merging
+    still leaves a 2x2 map."""
+    vc = _vision(config)
+    p = _first(vc, ("patch_size",), 14)
+    t = _first(vc, ("temporal_patch_size", "patch_temporal"), 1)
+    m = _first(vc, ("spatial_merge_size", "merge_size", "merge_kernel_size"), 1)
+    ch = _first(vc, ("in_channels", "num_channels", "in_chans"), 3)
+    h = w = 2 * m
+    return ch * t * p * p, (1, h, w), h * w // (m * m)
+
+
+def _with_placeholders(inputs, params, token, count, g):
+    """Puts ``count`` copies of ``token`` into every row of input_ids (after
+    two ordinary tokens) and stretches the masks and labels to match."""
+    import torch
+    ids = inputs["input_ids"]
+    b = ids.shape[0]
+    ids = torch.cat([ids[:, :2], torch.full((b, count), token, dtype=ids.dtype), ids[:, 2:]], 1)
+    inputs["input_ids"] = ids
+    if "attention_mask" in inputs:
+        inputs["attention_mask"] = torch.ones_like(ids)
+    if "labels" in inputs and inputs["labels"].shape == (b, ids.shape[1] - count):
+        inputs["labels"] = ids.clone()
+    if "mm_token_type_ids" in params:
+        inputs["mm_token_type_ids"] = (ids == token).long()
+    return ids
+
+
+def _grid_inputs(inputs, params, config, g):
+    """Vision towers (and the LMs around them) that take flattened patches and
+    a per-image (t, h, w) grid."""
+    import torch
+    dim, thw, per_image = _patch_grid(config)
+    n = BATCH * thw[0] * thw[1] * thw[2]
+    grid = torch.tensor([thw] * BATCH)
+    key = "hidden_states" if "hidden_states" in params and "pixel_values" not in params \
+        else "pixel_values"
+    inputs[key] = torch.randn(n, dim, generator=g)
+    for name in ("grid_thw", "image_grid_thw"):
+        if name in params:
+            inputs[name] = grid
+            break
+    image = _token_id(config, "image")
+    if "input_ids" in inputs and image is not None:
+        # one image per row: the LM checks that its placeholders match the features
+        _with_placeholders(inputs, params, image, per_image, g)
+
+
+def _eos_last(inputs, config):
+    """Sequence classifiers of encoder-decoders pool the hidden state at the
+    last <eos>: every row must end in one."""
+    eos = getattr(config, "eos_token_id", None)
+    if isinstance(eos, list):
+        eos = eos[0] if eos else None
+    if isinstance(eos, int) and "input_ids" in inputs:
+        inputs["input_ids"][:, -1] = eos
+
+
+# model_type -> (why, config fix or None, input fix or None); the input fix
+# gets (inputs, forward parameters, config, generator) and edits ``inputs``
+def _rx_xmod(inputs, params, config, g):
+    import torch
+    inputs["lang_ids"] = torch.zeros(BATCH, dtype=torch.long)
+
+
+_RECIPES = {
+    "xmod": ("each example names its language adapter", None, _rx_xmod),
+}
+
+
 def make_inputs(model, config, task, pixels=True):
     """Seeded inputs for the parameters the model's forward accepts (images
     for every model that takes them unless ``pixels`` is False)."""
@@ -198,7 +323,8 @@ def make_inputs(model, config, task, pixels=True):
         inputs["input_ids"] = ids
         if "attention_mask" in params:
             inputs["attention_mask"] = torch.ones(BATCH, SEQ, dtype=torch.long)
-    if "pixel_values" in params and pixels:
+    grid = any(k in params for k in ("grid_thw", "image_grid_thw"))
+    if "pixel_values" in params and pixels and not grid:
         ch = _sub(config, "num_channels", 3)
         size = _sub(config, "image_size", 224)
         inputs["pixel_values"] = torch.randn(BATCH, ch, size, size, generator=g)
@@ -208,15 +334,26 @@ def make_inputs(model, config, task, pixels=True):
         mels = _sub(config, "num_mel_bins", 80)
         frames = 2 * _sub(config, "max_source_positions", 50)
         inputs["input_features"] = torch.randn(BATCH, mels, frames, generator=g)
-    if task in ("seq2seq-lm", "speech-seq2seq") or \
+    encdec = getattr(config, "is_encoder_decoder", False)
+    # causal LMs under the seq2seq mapping (audio LMs) have no decoder inputs:
+    # they predict their own input ids (below)
+    causal = task == "seq2seq-lm" and "decoder_input_ids" not in params
+    if task in ("seq2seq-lm", "speech-seq2seq") and not causal or \
             "decoder_input_ids" in params and task == "base":
         dec = torch.randint(lo, hi, (BATCH, DEC_SEQ), generator=g)
         if task == "seq2seq-lm" and "labels" in params:
             inputs["labels"] = dec
         elif "decoder_input_ids" in params:
             inputs["decoder_input_ids"] = dec
-    elif task in ("causal-lm", "masked-lm") and "labels" in params and "input_ids" in inputs:
+    elif task in LM_TASKS and "labels" in params and "input_ids" in inputs:
         inputs["labels"] = ids.clone()
+    if task == "seq-cls" and encdec:
+        _eos_last(inputs, config)
+    if grid and (pixels or "pixel_values" not in params):
+        _grid_inputs(inputs, params, config, g)
+    recipe = _RECIPES.get(config.model_type)
+    if recipe and recipe[2]:
+        recipe[2](inputs, params, config, g)
     if "use_cache" in params:
         inputs["use_cache"] = False
     return inputs
@@ -295,7 +432,7 @@ def run_arch(name, task, model_type, verbose=False):
     rec = {"task": task, "model_type": model_type}
     try:
         cls = getattr(transformers, name)
-        config = shrink(AutoConfig.for_model(model_type))
+        config = fit_config(shrink(AutoConfig.for_model(model_type)))
         torch.manual_seed(SEED)
         model = cls(config).eval()
         _unflatten_constant_weights(model)
