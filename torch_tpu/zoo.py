@@ -228,10 +228,46 @@ def fit_config(config):
                     fresh -= 1
                 setattr(config, k, fresh)
                 used.add(fresh)
+    vc = getattr(config, "vision_config", None)
+    width = getattr(text, "hidden_size", None)
+    if vc is not None and isinstance(getattr(vc, "out_hidden_size", None), int) and \
+            isinstance(width, int) and vc.out_hidden_size != width:
+        # the merger projects image features to the LM's width
+        vc.out_hidden_size = width
+    _fit_mrope(text)
+    kinds = getattr(text, "layer_types", None)
+    if isinstance(kinds, list) and kinds and "linear_attention" in kinds and \
+            "full_attention" not in kinds:
+        # hybrids whose first layers are all linear lost their attention
+        # layers to the shrink; the cache the LM builds needs one
+        kinds[-1] = "full_attention"
     recipe = _RECIPES.get(config.model_type)
     if recipe and recipe[1]:
         recipe[1](config)
     return config
+
+
+def _fit_mrope(text):
+    """Multimodal RoPE splits the rotary frequencies (head_dim / 2 of them)
+    into temporal, height and width sections: scale the sections to the
+    shrunk head."""
+    rope = getattr(text, "rope_parameters", None)
+    if not isinstance(rope, dict) or \
+            "mrope_section" not in getattr(type(text), "ignore_keys_at_rope_validation", ()):
+        return
+    # models fall back to their full-size sections when the key is absent
+    sec = rope.get("mrope_section") or [16, 24, 24]
+    heads = getattr(text, "num_attention_heads", None)
+    head_dim = getattr(text, "head_dim", None) or (text.hidden_size // heads if heads else None)
+    if not isinstance(head_dim, int):
+        return
+    half = int(head_dim * rope.get("partial_rotary_factor", 1.0)) // 2
+    total = sum(sec)
+    if total == half:
+        return
+    new = [max(1, x * half // total) for x in sec]
+    new[-1] += half - sum(new)
+    rope["mrope_section"] = new
 
 
 def _patch_grid(config):
