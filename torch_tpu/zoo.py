@@ -209,6 +209,17 @@ def _token_id(config, *kinds):
     return None
 
 
+def _free_token(config):
+    """An id near the top of the text vocabulary that no special token uses."""
+    text = config.get_text_config()
+    used = {v for c in (config, text) for k, v in c.to_dict().items()
+            if isinstance(v, int) and k.endswith(("_token_id", "_token_index"))}
+    fresh = text.vocab_size - 1
+    while fresh in used:
+        fresh -= 1
+    return fresh
+
+
 def fit_config(config):
     """Config values the synthesised inputs depend on, made consistent after
     ``shrink``: multimodal placeholder ids set beside (not inside) the text
@@ -331,14 +342,249 @@ def _eos_last(inputs, config):
         inputs["input_ids"][:, -1] = eos
 
 
+def _video(config, g, frames=None):
+    """(batch, frames, channels, height, width) clips; the frame count the
+    config names (position tables are sized for it)."""
+    import torch
+    t = frames or _first(config, ("num_frames", "frames_per_clip"), None) or \
+        _sub(config, "num_frames", 8)
+    ch = _sub(config, "num_channels", 3)
+    size = _sub(config, "image_size", None) or _sub(config, "crop_size", 64)
+    return torch.randn(BATCH, t, ch, size, size, generator=g)
+
+
+def _boxes(n, g, scale=1000):
+    """(batch, n, 4) well-formed (x0, y0, x1, y1) boxes on a 0..scale grid."""
+    import torch
+    a = torch.randint(0, scale // 2, (BATCH, n, 2), generator=g)
+    b = a + torch.randint(1, scale // 2, (BATCH, n, 2), generator=g)
+    return torch.cat([a, b], -1)
+
+
+def _fill_named(inputs, params, config, g):
+    """Required (or model-defining) forward arguments filled by their
+    conventional names, for any model type that uses them."""
+    import torch
+    seq = inputs["input_ids"].shape[1] if "input_ids" in inputs else SEQ
+    if "bbox" in params and "input_ids" in inputs:
+        inputs["bbox"] = _boxes(seq, g)
+    if "pixel_values_videos" in params and "pixel_values" not in params and \
+            inputs.get("pixel_values_videos") is None:
+        inputs["pixel_values_videos"] = _video(config, g)
+    if "qformer_input_ids" in params and "input_ids" in inputs:
+        inputs["qformer_input_ids"] = inputs["input_ids"][:, :SEQ].clone()
+        if "qformer_attention_mask" in params:
+            inputs["qformer_attention_mask"] = torch.ones_like(inputs["qformer_input_ids"])
+    if "query_embeds" in params and params["query_embeds"].default is inspect.Parameter.empty:
+        n = _first(config, ("num_query_tokens",), 4)
+        inputs["query_embeds"] = torch.randn(BATCH, n, config.hidden_size, generator=g)
+    if "past_values" in params:
+        _series(inputs, params, config, g)
+
+
+def _series(inputs, params, config, g):
+    """Time-series models: a history as long as the model looks back (context
+    plus the largest lag), and the forecast window for teacher forcing."""
+    import torch
+    lags = getattr(config, "lags_sequence", None) or [0]
+    ctx = getattr(config, "context_length", None) or 32
+    pred = getattr(config, "prediction_length", None) or 4
+    if hasattr(config, "patch_length") and hasattr(config, "horizon_length"):
+        ctx = 2 * config.patch_length  # TimesFM: whole patches, far below its maximum
+    chans = getattr(config, "num_input_channels", None)
+    past = ctx + max(lags)
+    shape = (BATCH, past) if chans is None else (BATCH, past, chans)
+    inputs["past_values"] = torch.randn(*shape, generator=g)
+    feats = getattr(config, "num_time_features", None)
+    if "past_time_features" in params:
+        inputs["past_time_features"] = torch.randn(BATCH, past, feats or 0, generator=g)
+        inputs["future_time_features"] = torch.randn(BATCH, pred, feats or 0, generator=g)
+    for name in ("past_observed_mask", "observed_mask"):
+        if name in params:
+            inputs[name] = torch.ones(*shape)
+    if "future_values" in params and "past_time_features" in params:
+        inputs["future_values"] = torch.randn(BATCH, pred, generator=g)
+    if "past_values_padding" in params:
+        inputs["past_values_padding"] = torch.zeros(BATCH, past)
+    if "freq" in params:
+        inputs["freq"] = torch.zeros(BATCH, 1, dtype=torch.long)
+
+
 # model_type -> (why, config fix or None, input fix or None); the input fix
 # gets (inputs, forward parameters, config, generator) and edits ``inputs``
+def _cfg_forecast(config):
+    if config.prediction_length is None:
+        config.prediction_length = 4
+    if config.context_length is None:
+        config.context_length = 8
+
+
+def _cfg_autoformer(config):
+    _cfg_forecast(config)
+    # the decoder starts from the last label_length steps of the context
+    config.context_length = max(config.context_length, config.label_length)
+
+
+def _cfg_bros(config):
+    # box embeddings are added per attention head
+    config.dim_bbox_projection = config.hidden_size // config.num_attention_heads
+
+
+def _cfg_codebook(config):
+    config.codebook_dim = config.hidden_size
+
+
+def _cfg_clap(config):
+    ac = config.audio_config
+    # the Swin-style audio tower doubles its width per stage
+    ac.hidden_size = ac.patch_embeds_hidden_size * 2 ** (len(ac.depths) - 1)
+
+
+def _cfg_query_placeholder(config):
+    text = config.get_text_config()
+    if getattr(text, "word_embed_proj_dim", None) is not None:
+        # OPT embeds at its own width; the queries are projected to hidden_size
+        text.word_embed_proj_dim = text.hidden_size
+    # checkpoints set the id the processor expands to one token per query
+    for name in ("image_token_index", "video_token_index"):
+        if hasattr(config, name) and getattr(config, name) is None:
+            setattr(config, name, _free_token(config))
+
+
+def _cfg_xcodec(config):
+    # the quantiser sees acoustic and semantic features side by side
+    config.codebook_dim = config.acoustic_model_config.hidden_size + \
+        config.semantic_model_config.hidden_size
+
+
+def _rx_audio_channels(inputs, params, config, g):
+    import torch
+    ch = getattr(config, "audio_channels", None) or 1
+    inputs["input_values"] = torch.randn(BATCH, ch, 1920, generator=g)
+
+
+def _rx_blip_qformer(inputs, params, config, g):
+    import torch
+    inputs["encoder_hidden_states"] = torch.randn(BATCH, 16, config.encoder_hidden_size,
+                                                  generator=g)
+
+
+def _rx_bros(inputs, params, config, g):
+    # quadrilaterals (four corners) in [0, 1], as the processor normalises them
+    b = _boxes(inputs["input_ids"].shape[1], g).float() / 1000
+    x0, y0, x1, y1 = b.unbind(-1)
+    import torch
+    inputs["bbox"] = torch.stack([x0, y0, x1, y0, x1, y1, x0, y1], -1)
+
+
+def _rx_clap(inputs, params, config, g):
+    import torch
+    ac = config.audio_config
+    inputs["input_features"] = torch.randn(BATCH, 1, ac.spec_size, ac.num_mel_bins, generator=g)
+    inputs["is_longer"] = torch.zeros(BATCH, 1, dtype=torch.bool)
+
+
+def _rx_decision(inputs, params, config, g):
+    import torch
+    n = SEQ
+    inputs.update(states=torch.randn(BATCH, n, config.state_dim, generator=g),
+                  actions=torch.randn(BATCH, n, config.act_dim, generator=g),
+                  rewards=torch.randn(BATCH, n, 1, generator=g),
+                  returns_to_go=torch.randn(BATCH, n, 1, generator=g),
+                  timesteps=torch.arange(n).repeat(BATCH, 1),
+                  attention_mask=torch.ones(BATCH, n, dtype=torch.long))
+
+
+def _rx_fun_asr(inputs, params, config, g):
+    import torch
+    # low-frame-rate features: num_stacked_frames mel frames per vector
+    frames = 20
+    dim = config.num_mel_bins * config.num_stacked_frames
+    inputs["input_features"] = torch.randn(BATCH, frames, dim, generator=g)
+    inputs["input_features_mask"] = torch.ones(BATCH, frames, dtype=torch.long)
+
+
+def _rx_query_placeholders(inputs, params, config, g):
+    tok = getattr(config, "image_token_index", None)
+    if tok is None:
+        tok = getattr(config, "video_token_index", None)
+    if "input_ids" in inputs and tok is not None:
+        _with_placeholders(inputs, params, tok, config.num_query_tokens, g)
+
+
+def _rx_instructblipvideo(inputs, params, config, g):
+    inputs["pixel_values"] = _video(config, g, frames=4)
+    _rx_query_placeholders(inputs, params, config, g)
+    # each frame contributes its own query tokens
+    ids = inputs["input_ids"]
+    tok = config.video_token_index
+    extra = 3 * config.num_query_tokens
+    import torch
+    inputs["input_ids"] = torch.cat([ids[:, :2], torch.full((ids.shape[0], extra), tok), ids[:, 2:]], 1)
+    for k in ("attention_mask", "labels"):
+        if k in inputs:
+            inputs[k] = torch.ones_like(inputs["input_ids"]) if k == "attention_mask" \
+                else inputs["input_ids"].clone()
+
+
+def _rx_lxmert(inputs, params, config, g):
+    import torch
+    inputs["visual_feats"] = torch.randn(BATCH, 4, config.visual_feat_dim, generator=g)
+    inputs["visual_pos"] = torch.rand(BATCH, 4, config.visual_pos_dim, generator=g)
+
+
+def _rx_mask_features(inputs, params, config, g):
+    import torch
+    feats = inputs["input_features"]
+    inputs["input_features_mask"] = torch.ones(feats.shape[0], feats.shape[-1], dtype=torch.long)
+
+
+def _rx_video_pixels(inputs, params, config, g):
+    inputs["pixel_values"] = _video(config, g)
+
+
+def _rx_vjepa2(inputs, params, config, g):
+    inputs["pixel_values_videos"] = _video(config, g, frames=2 * config.tubelet_size)
+
+
 def _rx_xmod(inputs, params, config, g):
     import torch
     inputs["lang_ids"] = torch.zeros(BATCH, dtype=torch.long)
 
 
 _RECIPES = {
+    "audioflamingo3_encoder": ("the encoder takes its frame mask", None, _rx_mask_features),
+    "autoformer": ("forecasts need a horizon and a context at least the label window",
+                   _cfg_autoformer, None),
+    "blip-2": ("one placeholder per Q-Former query", _cfg_query_placeholder,
+               _rx_query_placeholders),
+    "blip_2_qformer": ("the Q-Former cross-attends to image features", None, _rx_blip_qformer),
+    "bros": ("boxes are quadrilaterals; their embedding is per head", _cfg_bros, _rx_bros),
+    "clap": ("audio is a (batch, 1, time, mel) spectrogram; the tower's width doubles per stage",
+             _cfg_clap, _rx_clap),
+    "decision_transformer": ("trajectories of states, actions, rewards, returns", None,
+                             _rx_decision),
+    "encodec": ("audio is (batch, channels, samples); codes have the encoder's width",
+                _cfg_codebook, _rx_audio_channels),
+    "fun_asr_nano_encoder": ("stacked low-frame-rate features and their mask", None, _rx_fun_asr),
+    "instructblip": ("one placeholder per Q-Former query", _cfg_query_placeholder,
+                     _rx_query_placeholders),
+    "instructblipvideo": ("clips of frames; one placeholder per query per frame",
+                          _cfg_query_placeholder, _rx_instructblipvideo),
+    "informer": ("forecasts need a horizon and a context", _cfg_forecast, None),
+    "lxmert": ("region features and boxes stand in for a detector", None, _rx_lxmert),
+    "mimi_encoder": ("audio is (batch, channels, samples)", None, _rx_audio_channels),
+    "pocket_tts_audio_tokenizer_encoder": ("audio is (batch, channels, samples)", None,
+                                           _rx_audio_channels),
+    "qwen3_asr_encoder": ("the encoder takes its frame mask", None, _rx_mask_features),
+    "time_series_transformer": ("forecasts need a horizon and a context", _cfg_forecast, None),
+    "timesformer": ("clips are (batch, frames, channels, h, w)", None, _rx_video_pixels),
+    "videomae": ("clips are (batch, frames, channels, h, w)", None, _rx_video_pixels),
+    "vivit": ("clips are (batch, frames, channels, h, w)", None, _rx_video_pixels),
+    "vjepa2": ("two tubelets of frames keep the clip small", None, _rx_vjepa2),
+    "xclip": ("clips are (batch, frames, channels, h, w)", None, _rx_video_pixels),
+    "xcodec": ("mono audio is (batch, 1, samples); codes span both encoders", _cfg_xcodec,
+               _rx_audio_channels),
     "xmod": ("each example names its language adapter", None, _rx_xmod),
 }
 
@@ -387,6 +633,7 @@ def make_inputs(model, config, task, pixels=True):
         _eos_last(inputs, config)
     if grid and (pixels or "pixel_values" not in params):
         _grid_inputs(inputs, params, config, g)
+    _fill_named(inputs, params, config, g)
     recipe = _RECIPES.get(config.model_type)
     if recipe and recipe[2]:
         recipe[2](inputs, params, config, g)
