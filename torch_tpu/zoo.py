@@ -527,6 +527,53 @@ def _rx_instructblipvideo(inputs, params, config, g):
                 else inputs["input_ids"].clone()
 
 
+def _rx_fsmt(inputs, params, config, g):
+    # FSMT does not derive decoder inputs from labels: teacher-force them
+    inputs["decoder_input_ids"] = inputs["labels"].clone()
+
+
+def _rx_gemma3n_audio(inputs, params, config, g):
+    import torch
+    inputs["audio_mel"] = torch.randn(BATCH, 64, config.input_feat_size, generator=g)
+    inputs["audio_mel_mask"] = torch.zeros(BATCH, 64, dtype=torch.bool)  # True = padding
+
+
+def _rx_seggpt(inputs, params, config, g):
+    import torch
+    h, w = config.image_size
+    h //= 2  # the model stacks prompt and input into one image of image_size
+    for k in ("pixel_values", "prompt_pixel_values", "prompt_masks"):
+        inputs[k] = torch.randn(BATCH, config.num_channels, h, w, generator=g)
+
+
+def _rx_siglip2(inputs, params, config, g):
+    import torch
+    side = 4  # patches per side of the (unpadded) image
+    p = config.patch_size
+    inputs["pixel_values"] = torch.randn(BATCH, side * side, config.num_channels * p * p,
+                                         generator=g)
+    inputs["pixel_attention_mask"] = torch.ones(BATCH, side * side, dtype=torch.long)
+    inputs["spatial_shapes"] = torch.tensor([[side, side]] * BATCH)
+
+
+def _rx_vibevoice_dec(inputs, params, config, g):
+    import torch
+    inputs["hidden_states"] = torch.randn(BATCH, config.hidden_size, 4, generator=g)
+
+
+def _rx_vibevoice_enc(inputs, params, config, g):
+    import torch
+    hop = 1
+    for r in config.downsampling_ratios:
+        hop *= r
+    inputs["hidden_states"] = torch.randn(BATCH, config.channels, 2 * hop, generator=g)
+
+
+def _rx_videollama3(inputs, params, config, g):
+    import torch
+    inputs["merge_sizes"] = torch.ones(BATCH, dtype=torch.long)
+
+
 def _rx_lxmert(inputs, params, config, g):
     import torch
     inputs["visual_feats"] = torch.randn(BATCH, 4, config.visual_feat_dim, generator=g)
@@ -567,6 +614,8 @@ _RECIPES = {
     "encodec": ("audio is (batch, channels, samples); codes have the encoder's width",
                 _cfg_codebook, _rx_audio_channels),
     "fun_asr_nano_encoder": ("stacked low-frame-rate features and their mask", None, _rx_fun_asr),
+    "fsmt": ("labels are not shifted into decoder inputs", None, _rx_fsmt),
+    "gemma3n_audio": ("mel frames and their padding mask", None, _rx_gemma3n_audio),
     "instructblip": ("one placeholder per Q-Former query", _cfg_query_placeholder,
                      _rx_query_placeholders),
     "instructblipvideo": ("clips of frames; one placeholder per query per frame",
@@ -577,8 +626,16 @@ _RECIPES = {
     "pocket_tts_audio_tokenizer_encoder": ("audio is (batch, channels, samples)", None,
                                            _rx_audio_channels),
     "qwen3_asr_encoder": ("the encoder takes its frame mask", None, _rx_mask_features),
+    "seggpt": ("an image, a prompt image and its mask at the configured size", None, _rx_seggpt),
+    "siglip2_vision_model": ("NaFlex patches with their mask and grid", None, _rx_siglip2),
     "time_series_transformer": ("forecasts need a horizon and a context", _cfg_forecast, None),
     "timesformer": ("clips are (batch, frames, channels, h, w)", None, _rx_video_pixels),
+    "vibevoice_acoustic_tokenizer_decoder": ("latents are (batch, width, frames)", None,
+                                             _rx_vibevoice_dec),
+    "vibevoice_acoustic_tokenizer_encoder": ("audio is (batch, channels, samples), whole hops",
+                                             None, _rx_vibevoice_enc),
+    "video_llama_3_vision": ("patches are not merged (merge size 1 per image)", None,
+                             _rx_videollama3),
     "videomae": ("clips are (batch, frames, channels, h, w)", None, _rx_video_pixels),
     "vivit": ("clips are (batch, frames, channels, h, w)", None, _rx_video_pixels),
     "vjepa2": ("two tubelets of frames keep the clip small", None, _rx_vjepa2),
@@ -610,7 +667,8 @@ def make_inputs(model, config, task, pixels=True):
         ch = _sub(config, "num_channels", 3)
         size = _sub(config, "image_size", 224)
         inputs["pixel_values"] = torch.randn(BATCH, ch, size, size, generator=g)
-    if model.main_input_name == "input_values" and "input_values" in params:
+    # speech encoder-decoders name their main input "inputs"
+    if model.main_input_name in ("input_values", "inputs") and "input_values" in params:
         inputs["input_values"] = torch.randn(BATCH, 1600, generator=g)
     if model.main_input_name == "input_features" and "input_features" in params:
         mels = _sub(config, "num_mel_bins", 80)
@@ -621,7 +679,7 @@ def make_inputs(model, config, task, pixels=True):
     # they predict their own input ids (below)
     causal = task == "seq2seq-lm" and "decoder_input_ids" not in params
     if task in ("seq2seq-lm", "speech-seq2seq") and not causal or \
-            "decoder_input_ids" in params and task == "base":
+            "decoder_input_ids" in params and (task == "base" or encdec):
         dec = torch.randint(lo, hi, (BATCH, DEC_SEQ), generator=g)
         if task == "seq2seq-lm" and "labels" in params:
             inputs["labels"] = dec
@@ -717,6 +775,12 @@ def run_arch(name, task, model_type, verbose=False):
         cls = getattr(transformers, name)
         config = fit_config(shrink(AutoConfig.for_model(model_type)))
         torch.manual_seed(SEED)
+        if cls.forward is torch.nn.Module.forward:
+            # containers of sub-models driven by generate() or decode helpers
+            rec.update(status="skip", not_a_model=True,
+                       reason=f"not a model: {name} defines no forward (its sub-models run "
+                              "through generate() or decode helpers)")
+            return rec
         model = cls(config).eval()
         _unflatten_constant_weights(model)
         inputs, want = _cpu_reference(model, config, task)
