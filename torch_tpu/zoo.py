@@ -613,14 +613,14 @@ _RECIPES = {
                              _rx_decision),
     "encodec": ("audio is (batch, channels, samples); codes have the encoder's width",
                 _cfg_codebook, _rx_audio_channels),
-    "fun_asr_nano_encoder": ("stacked low-frame-rate features and their mask", None, _rx_fun_asr),
     "fsmt": ("labels are not shifted into decoder inputs", None, _rx_fsmt),
+    "fun_asr_nano_encoder": ("stacked low-frame-rate features and their mask", None, _rx_fun_asr),
     "gemma3n_audio": ("mel frames and their padding mask", None, _rx_gemma3n_audio),
+    "informer": ("forecasts need a horizon and a context", _cfg_forecast, None),
     "instructblip": ("one placeholder per Q-Former query", _cfg_query_placeholder,
                      _rx_query_placeholders),
     "instructblipvideo": ("clips of frames; one placeholder per query per frame",
                           _cfg_query_placeholder, _rx_instructblipvideo),
-    "informer": ("forecasts need a horizon and a context", _cfg_forecast, None),
     "lxmert": ("region features and boxes stand in for a detector", None, _rx_lxmert),
     "mimi_encoder": ("audio is (batch, channels, samples)", None, _rx_audio_channels),
     "pocket_tts_audio_tokenizer_encoder": ("audio is (batch, channels, samples)", None,
@@ -679,7 +679,8 @@ def make_inputs(model, config, task, pixels=True):
     # they predict their own input ids (below)
     causal = task == "seq2seq-lm" and "decoder_input_ids" not in params
     if task in ("seq2seq-lm", "speech-seq2seq") and not causal or \
-            "decoder_input_ids" in params and (task == "base" or encdec):
+            "decoder_input_ids" in params and (task == "base" or
+                                               encdec and task == "image-text-to-text"):
         dec = torch.randint(lo, hi, (BATCH, DEC_SEQ), generator=g)
         if task == "seq2seq-lm" and "labels" in params:
             inputs["labels"] = dec
