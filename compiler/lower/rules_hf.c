@@ -3,6 +3,9 @@
 // Weight normalisation (the convolutional position embeddings of wav2vec2,
 // HuBERT, SEW and relatives; torch.nn.utils weight_norm):
 // _weight_norm_interface and its backward.
+// The fused LSTM cell (_thnn_fused_lstm_cell): PyTorch's LSTM picks it for
+// every accelerator device (EnCodec, Mimi-style codecs, Bark's coarse model);
+// it and its backward have no CPU kernel, so they cannot fall back.
 //
 //===----------------------------------------------------------------------===//
 #include "lower_internal.h"
@@ -79,6 +82,89 @@ static tpr_status_t lower_weight_norm_backward(lw_ctx_t* ctx) {
   return lw_done(ctx);
 }
 
+// _thnn_fused_lstm_cell(input_gates, hidden_gates, cx, input_bias?,
+// hidden_bias?) -> (hy, cy, workspace). Gates are laid out [i, f, g, o] along
+// dim 1 (4H); cy = sigmoid(f) * cx + sigmoid(i) * tanh(g), hy = sigmoid(o) *
+// tanh(cy). The workspace holds the activated gates in the same layout, as the
+// CUDA kernel stores them for _thnn_fused_lstm_cell_backward_impl.
+static tpr_status_t lower_fused_lstm_cell(lw_ctx_t* ctx) {
+  const tpr_type_t* gt = lw_arg_type(ctx, 0);
+  const tpr_type_t* ct = lw_arg_type(ctx, 2);
+  if (!gt || !lw_arg_type(ctx, 1) || !ct || gt->rank != 2 || ct->rank != 2 ||
+      ctx->num_outs != 3 || gt->dims[1] != 4 * ct->dims[1])
+    return lw_fail(ctx, TPR_INVALID_ARGUMENT, "needs (B, 4H) gates and a (B, H) cell");
+  tpr_graph_t* g = G;
+  tpr_dtype_t acc = lw_opmath(ctx->out_types[0].dtype);
+  tpr_type_t full = *gt;
+  full.dtype = acc;
+  tpr_value_t gates = lw_add(g, lw_in(ctx, 0, acc, &full), lw_in(ctx, 1, acc, &full));
+  for (int b = 3; b <= 4; b++)  // biases are (4H,), broadcast over the batch
+    if (lw_is_tensor(ctx, b)) gates = lw_add(g, gates, lw_in(ctx, b, acc, &full));
+  int64_t batch = gt->dims[0], h = ct->dims[1];
+  tpr_value_t part[4];
+  for (int k = 0; k < 4; k++) {
+    int64_t start[2] = {0, k * h}, limit[2] = {batch, (k + 1) * h}, step[2] = {1, 1};
+    tpr_value_t x = tpr_slice(g, gates, start, limit, step);
+    part[k] = lw_un(g, k == 2 ? TPR_UNARY_TANH : TPR_UNARY_LOGISTIC, x);
+  }
+  tpr_value_t cx = lw_cast(g, lw_value(ctx, 2), acc);
+  tpr_value_t cy = lw_add(g, lw_mul(g, part[1], cx), lw_mul(g, part[0], part[2]));
+  lw_set(ctx, 0, lw_mul(g, part[3], lw_un(g, TPR_UNARY_TANH, cy)));
+  lw_set(ctx, 1, cy);
+  lw_set(ctx, 2, tpr_concatenate(g, part, 4, 1));
+  return lw_done(ctx);
+}
+
+// _thnn_fused_lstm_cell_backward_impl(grad_hy?, grad_cy?, cx, cy, workspace,
+// has_bias) -> (grad_gates, grad_cx, grad_bias if has_bias). With the
+// activated gates i, f, g, o from the workspace and t = tanh(cy):
+// dc = grad_cy + grad_hy * o * (1 - t^2); the gate gradients are
+// [dc * g * i(1-i), dc * cx * f(1-f), dc * i * (1-g^2), grad_hy * t * o(1-o)],
+// grad_cx = dc * f and grad_bias sums the gate gradients over the batch.
+static tpr_status_t lower_fused_lstm_cell_backward(lw_ctx_t* ctx) {
+  const tpr_type_t* ct = lw_arg_type(ctx, 2);
+  const tpr_type_t* wt = lw_arg_type(ctx, 4);
+  if (!ct || !wt || !lw_arg_type(ctx, 3) || ct->rank != 2 || wt->rank != 2 ||
+      ctx->num_outs < 2 || wt->dims[1] != 4 * ct->dims[1])
+    return lw_fail(ctx, TPR_INVALID_ARGUMENT, "needs a (B, H) cell and a (B, 4H) workspace");
+  tpr_graph_t* g = G;
+  tpr_dtype_t acc = lw_opmath(ctx->out_types[0].dtype);
+  tpr_type_t cell = *ct;
+  cell.dtype = acc;
+  tpr_value_t ws = lw_cast(g, lw_value(ctx, 4), acc);
+  int64_t batch = ct->dims[0], h = ct->dims[1];
+  tpr_value_t gate[4];
+  for (int k = 0; k < 4; k++) {
+    int64_t start[2] = {0, k * h}, limit[2] = {batch, (k + 1) * h}, step[2] = {1, 1};
+    gate[k] = tpr_slice(g, ws, start, limit, step);
+  }
+  tpr_value_t cx = lw_cast(g, lw_value(ctx, 2), acc);
+  tpr_value_t t = lw_un(g, TPR_UNARY_TANH, lw_cast(g, lw_value(ctx, 3), acc));
+  tpr_value_t ghy = lw_is_tensor(ctx, 0) ? lw_in(ctx, 0, acc, &cell) : lw_full(g, 0, acc, &cell);
+  tpr_value_t gcy = lw_is_tensor(ctx, 1) ? lw_in(ctx, 1, acc, &cell) : lw_full(g, 0, acc, &cell);
+  tpr_value_t one = lw_k(g, t, 1.0);
+  // d sigmoid = s(1-s), d tanh = 1-y^2
+  tpr_value_t dsig[4], dc;
+  for (int k = 0; k < 4; k++) dsig[k] = lw_mul(g, gate[k], lw_sub(g, one, gate[k]));
+  dc = lw_add(g, gcy, lw_mul(g, lw_mul(g, ghy, gate[3]), lw_sub(g, one, lw_mul(g, t, t))));
+  tpr_value_t grads[4] = {
+      lw_mul(g, lw_mul(g, dc, gate[2]), dsig[0]),
+      lw_mul(g, lw_mul(g, dc, cx), dsig[1]),
+      lw_mul(g, lw_mul(g, dc, gate[0]), lw_sub(g, one, lw_mul(g, gate[2], gate[2]))),
+      lw_mul(g, lw_mul(g, ghy, t), dsig[3]),
+  };
+  tpr_value_t gg = tpr_concatenate(g, grads, 4, 1);
+  lw_set(ctx, 0, gg);
+  lw_set(ctx, 1, lw_mul(g, dc, gate[1]));
+  if (ctx->num_outs > 2) {
+    int64_t d0 = 0;
+    lw_set(ctx, 2, tpr_reduce(g, gg, TPR_REDUCE_SUM, &d0, 1));
+  }
+  return lw_done(ctx);
+}
+
 LW_DEFINE_TABLE(hf,
+    LW_RULE("_thnn_fused_lstm_cell", lower_fused_lstm_cell),
+    LW_RULE("_thnn_fused_lstm_cell_backward_impl", lower_fused_lstm_cell_backward),
     LW_RULE("_weight_norm_interface", lower_weight_norm),
     LW_RULE("_weight_norm_interface_backward", lower_weight_norm_backward));

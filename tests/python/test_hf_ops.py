@@ -1,4 +1,6 @@
 """Ops that Hugging Face models reach on accelerators, against the CPU."""
+import copy
+
 import pytest
 import torch
 
@@ -96,3 +98,47 @@ def test_masked_fill_with_a_cpu_scalar_tensor_value():
         assert (i.to("tpu") * other).dtype == (i * other).dtype
     h = torch.ones(3, dtype=torch.float16)
     assert (h.to("tpu") + torch.tensor(3.0)).dtype == (h + torch.tensor(3.0)).dtype
+
+
+@pytest.mark.parametrize("bias", [True, pytest.param(False, marks=pytest.mark.xfail(
+    strict=True, raises=AttributeError,
+    reason="PyTorch's meta for _thnn_fused_lstm_cell reads .device of the absent biases"))])
+def test_lstm_runs_the_fused_cell_on_tpu(bias):
+    # nn.LSTM on an accelerator calls _thnn_fused_lstm_cell, which has no CPU
+    # kernel to fall back to (EnCodec's LSTM crashed): tpu lowers it. Also
+    # checks the gradient through it against the CPU. Tolerance 1e-5: a few
+    # sigmoid/tanh per step over 5 steps.
+    torch.manual_seed(0)
+    lstm = torch.nn.LSTM(6, 5, num_layers=2, bias=bias, batch_first=True)
+    x = torch.randn(3, 5, 6)
+
+    def run(device):
+        m = copy.deepcopy(lstm).to(device)
+        xi = x.to(device).requires_grad_()
+        out, (h, c) = m(xi)
+        (out.sum() + h.sum() + c.sum()).backward()
+        return [t.detach().cpu() for t in (out, h, c, xi.grad, m.weight_hh_l0.grad)]
+
+    before = torch.tpu.fallback_counts().get("aten::_thnn_fused_lstm_cell", 0)
+    got = run("tpu")
+    assert torch.tpu.fallback_counts().get("aten::_thnn_fused_lstm_cell", 0) == before
+    for a, b in zip(got, run("cpu")):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+
+
+def test_fused_lstm_cell_outputs_and_workspace():
+    # The workspace holds the activated gates [i, f, g, o], as on CUDA, for
+    # _thnn_fused_lstm_cell_backward_impl.
+    g = torch.Generator().manual_seed(1)
+    b, h = 3, 4
+    ig, hg = torch.randn(b, 4 * h, generator=g), torch.randn(b, 4 * h, generator=g)
+    cx, ib, hb = torch.randn(b, h, generator=g), torch.randn(4 * h, generator=g), \
+        torch.randn(4 * h, generator=g)
+    hy, cy, ws = torch.ops.aten._thnn_fused_lstm_cell(
+        *(t.to("tpu") for t in (ig, hg, cx, ib, hb)))
+    i, f, c, o = (ig + hg + ib + hb).chunk(4, 1)
+    i, f, c, o = i.sigmoid(), f.sigmoid(), c.tanh(), o.sigmoid()
+    want_c = f * cx + i * c
+    torch.testing.assert_close(cy.cpu(), want_c, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(hy.cpu(), o * want_c.tanh(), rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(ws.cpu(), torch.cat([i, f, c, o], 1), rtol=1e-5, atol=1e-6)

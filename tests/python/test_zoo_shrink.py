@@ -72,7 +72,6 @@ def test_consistent_sub_config_widths_follow():
     ("MinistralModel", "ministral"),
     ("OlmoHybridModel", "olmo_hybrid"),
     ("EsmModel", "esm"),
-    ("Glm4vTextModel", "glm4v_text"),
     ("SiglipModel", "siglip"),
 ])
 def test_ladder_builds_and_runs_on_cpu(name, model_type):

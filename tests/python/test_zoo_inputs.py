@@ -1,0 +1,117 @@
+"""The zoo's input synthesis (CPU only, no tpu): inputs that models check
+against their config (placeholder counts, patch grids, <eos> pooling, time
+series windows) are consistent, and the model runs on them."""
+import pytest
+import torch
+
+transformers = pytest.importorskip("transformers")
+
+from torch_tpu import zoo  # noqa: E402
+
+_TYPES = {name: model_type for name, _, model_type in zoo.architectures()}
+
+
+def _build(name):
+    from transformers import AutoConfig
+    model_type = _TYPES[name]
+    config = zoo.fit_config(zoo.shrink(AutoConfig.for_model(model_type)))
+    torch.manual_seed(0)
+    return getattr(transformers, name)(config).eval(), config
+
+
+def _run(model, inputs):
+    with torch.no_grad():
+        return model(**inputs)
+
+
+def test_flattened_patch_vision_tower_gets_matching_grid():
+    model, config = _build("Qwen2_5_VisionTransformerPretrainedModel")
+    inputs = zoo.make_inputs(model, config, "base")
+    vc = zoo._vision(config)
+    grid = inputs["grid_thw"]
+    assert grid.shape == (zoo.BATCH, 3)
+    # one row of patches per grid cell, each a C * T * P * P vector
+    assert inputs["hidden_states"].shape == (
+        int(grid.prod(-1).sum()),
+        vc.in_channels * vc.temporal_patch_size * vc.patch_size ** 2)
+    # the grid must survive the spatial merge
+    assert bool((grid[:, 1:] % vc.spatial_merge_size == 0).all())
+    _run(model, inputs)
+
+
+def test_multimodal_lm_placeholders_match_image_features():
+    model, config = _build("Qwen2VLForConditionalGeneration")
+    vocab = config.get_text_config().vocab_size
+    assert config.image_token_id < vocab  # fit_config moved it into the shrunk vocabulary
+    inputs = zoo.make_inputs(model, config, "image-text-to-text")
+    ids = inputs["input_ids"]
+    merge = config.vision_config.spatial_merge_size
+    per_image = int(inputs["image_grid_thw"][0].prod()) // merge ** 2
+    assert ((ids == config.image_token_id).sum(1) == per_image).all()
+    assert torch.equal(inputs["mm_token_type_ids"], (ids == config.image_token_id).long())
+    assert inputs["attention_mask"].shape == ids.shape
+    out = _run(model, inputs)
+    assert out.logits.shape[:2] == ids.shape
+
+
+def test_mrope_sections_cover_the_shrunk_head():
+    _, config = _build("Qwen2VLModel")
+    text = config.get_text_config()
+    head_dim = text.hidden_size // text.num_attention_heads
+    assert sum(text.rope_parameters["mrope_section"]) == head_dim // 2
+
+
+def test_encoder_decoder_classifier_rows_end_in_eos():
+    model, config = _build("BartForSequenceClassification")
+    inputs = zoo.make_inputs(model, config, "seq-cls")
+    ids = inputs["input_ids"]
+    assert (ids[:, -1] == config.eos_token_id).all()
+    assert ((ids == config.eos_token_id).sum(1) == 1).all()  # the same count in every row
+    _run(model, inputs)
+
+
+def test_audio_lm_under_seq2seq_mapping_predicts_its_own_ids():
+    model, config = _build("VoxtralForConditionalGeneration")
+    inputs = zoo.make_inputs(model, config, "seq2seq-lm")
+    assert "decoder_input_ids" not in inputs
+    assert torch.equal(inputs["labels"], inputs["input_ids"])
+
+
+def test_time_series_history_covers_context_and_lags():
+    model, config = _build("TimeSeriesTransformerModel")
+    assert config.prediction_length and config.context_length
+    inputs = zoo.make_inputs(model, config, "base")
+    past = config.context_length + max(config.lags_sequence)
+    assert inputs["past_values"].shape == (zoo.BATCH, past)
+    assert inputs["past_observed_mask"].shape == (zoo.BATCH, past)
+    assert inputs["future_values"].shape == (zoo.BATCH, config.prediction_length)
+    _run(model, inputs)
+
+
+def test_video_models_get_clips_of_the_configured_length():
+    model, config = _build("VideoMAEModel")
+    inputs = zoo.make_inputs(model, config, "base")
+    assert inputs["pixel_values"].shape == (
+        zoo.BATCH, config.num_frames, config.num_channels, config.image_size, config.image_size)
+
+
+def test_qformer_models_get_one_placeholder_per_query():
+    model, config = _build("InstructBlipModel")
+    inputs = zoo.make_inputs(model, config, "base")
+    assert ((inputs["input_ids"] == config.image_token_index).sum(1) ==
+            config.num_query_tokens).all()
+    assert inputs["qformer_input_ids"].shape[0] == zoo.BATCH
+    _run(model, inputs)
+
+
+def test_recipes_are_sorted_and_explained():
+    keys = list(zoo._RECIPES)
+    assert keys == sorted(keys)
+    for why, cfg, rx in zoo._RECIPES.values():
+        assert isinstance(why, str) and why and (cfg or rx)
+
+
+def test_class_without_forward_is_a_not_a_model_skip():
+    rec = zoo.run_arch("BarkModel", "base", "bark")
+    assert rec["status"] == "skip" and rec.get("not_a_model")
+    assert rec["reason"].startswith("not a model")
