@@ -5,6 +5,7 @@
 #include <ATen/ops/_softmax_backward_data_meta_dispatch.h>
 #include <ATen/ops/_softmax_meta_dispatch.h>
 #include <ATen/ops/add_meta_dispatch.h>
+#include <ATen/ops/empty_like.h>
 #include <ATen/ops/addmm_meta_dispatch.h>
 #include <ATen/ops/baddbmm_meta_dispatch.h>
 #include <ATen/ops/bmm_meta_dispatch.h>
@@ -127,6 +128,23 @@ std::unordered_map<std::string, Fn> make_table() {
       OUT1("aten::addmm", at::meta::addmm(T(a, 0), T(a, 1), T(a, 2), a[3].toScalar(), a[4].toScalar())),
       OUT1("aten::mm", at::meta::mm(T(a, 0), T(a, 1))),
       OUT1("aten::bmm", at::meta::bmm(T(a, 0), T(a, 1))),
+      // PyTorch's meta for the fused LSTM cell reads the device of absent
+      // biases (nn.LSTM(bias=False)); the result types are simple. Shapes
+      // that do not fit are declined: PyTorch's meta then raises its error.
+      {"aten::_thnn_fused_lstm_cell", [](Stack& a) -> Stack {
+         const auto& ig = T(a, 0);
+         const auto& hg = T(a, 1);
+         const auto& cx = T(a, 2);
+         if (ig.dim() != 2 || !ig.sizes().equals(hg.sizes()) || cx.dim() != 2 ||
+             cx.size(0) != ig.size(0) || 4 * cx.size(1) != ig.size(1))
+           return {};
+         for (size_t i : {size_t{3}, size_t{4}})
+           if (!a[i].isNone() && T(a, i).defined() &&
+               (T(a, i).dim() != 1 || T(a, i).size(0) != ig.size(1)))
+             return {};
+         auto c = at::MemoryFormat::Contiguous;
+         return {at::empty_like(cx, c), at::empty_like(cx, c), at::empty_like(ig, c)};
+       }},
       // In-place fills keep self's metadata; the mask must broadcast to self
       // (otherwise PyTorch's meta kernel raises its error).
       {"aten::zero_", [](Stack& a) -> Stack { return {a[0]}; }},

@@ -100,9 +100,7 @@ def test_masked_fill_with_a_cpu_scalar_tensor_value():
     assert (h.to("tpu") + torch.tensor(3.0)).dtype == (h + torch.tensor(3.0)).dtype
 
 
-@pytest.mark.parametrize("bias", [True, pytest.param(False, marks=pytest.mark.xfail(
-    strict=True, raises=AttributeError,
-    reason="PyTorch's meta for _thnn_fused_lstm_cell reads .device of the absent biases"))])
+@pytest.mark.parametrize("bias", [True, False])
 def test_lstm_runs_the_fused_cell_on_tpu(bias):
     # nn.LSTM on an accelerator calls _thnn_fused_lstm_cell, which has no CPU
     # kernel to fall back to (EnCodec's LSTM crashed): tpu lowers it. Also
