@@ -12,4 +12,5 @@ $PY -m pytest -q "$@"
 # The op, semantics and model tests again in fused eager: same results.
 TORCH_TPU_DEFER_AND_FUSE=1 $PY -m pytest -q tests/python/test_ops.py \
   tests/python/test_semantics.py tests/python/test_tensor.py tests/python/test_nn_ops.py \
-  tests/python/test_sort_scan_ops.py tests/python/test_mlp.py tests/python/test_fused.py "$@"
+  tests/python/test_sort_scan_ops.py tests/python/test_mlp.py tests/python/test_fused.py \
+  tests/python/test_optim_fused.py "$@"
