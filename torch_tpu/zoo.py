@@ -793,6 +793,19 @@ def _cfg_clap(config):
     ac.hidden_size = ac.patch_embeds_hidden_size * 2 ** (len(ac.depths) - 1)
 
 
+def _cfg_qsa(config):
+    # the sparse-attention indexer's sizes come with checkpoints (all None by
+    # default): one kv head, heads as wide as the rotary part, a budget of
+    # whole compressed blocks within the synthesised sequence
+    text = config.get_text_config()
+    if text.indexer_head_dim is None:
+        text.indexer_n_heads = text.indexer_n_heads or 2
+        text.indexer_kv_heads = 1
+        text.indexer_head_dim = text.head_dim
+        text.indexer_compress_ratio = 2
+        text.indexer_budget = 4
+
+
 def _cfg_query_placeholder(config):
     text = config.get_text_config()
     if getattr(text, "word_embed_proj_dim", None) is not None:
@@ -808,6 +821,19 @@ def _cfg_xcodec(config):
     # the quantiser sees acoustic and semantic features side by side
     config.codebook_dim = config.acoustic_model_config.hidden_size + \
         config.semantic_model_config.hidden_size
+
+
+def _cfg_lfm2_moe(config):
+    # checkpoints list the layer kinds (the default leaves them out):
+    # short convolutions with an attention layer last
+    if config.layer_types is None:
+        n = config.num_hidden_layers
+        config.layer_types = ["conv"] * (n - 1) + ["full_attention"]
+
+
+def _cfg_mobilebert(config):
+    # the MLM head widens the embedding back to the hidden size
+    config.embedding_size = min(config.embedding_size, config.hidden_size)
 
 
 def _cfg_perceiver(config):
@@ -921,6 +947,16 @@ def _rx_gemma4_vision(inputs, params, config, g):
     ys, xs = torch.meshgrid(torch.arange(side), torch.arange(side), indexing="ij")
     pos = torch.stack([xs.flatten(), ys.flatten()], -1)
     inputs["pixel_position_ids"] = pos.expand(BATCH, -1, -1).clone()
+
+
+def _rx_idefics(inputs, params, config, g):
+    import torch
+    if "pixel_values" in inputs and "input_ids" in inputs:
+        # (batch, images, c, h, w): one image per example, which every token
+        # may cross-attend to
+        inputs["pixel_values"] = inputs["pixel_values"][:, None]
+        seq = inputs["input_ids"].shape[1]
+        inputs["image_attention_mask"] = torch.ones(BATCH, seq, 1, dtype=torch.long)
 
 
 def _rx_image_pair(inputs, params, config, g):
@@ -1089,15 +1125,18 @@ _RECIPES = {
     "gemma3n_audio": ("mel frames and their padding mask", None, _rx_gemma3n_audio),
     "gemma4_vision": ("flattened patches and their (x, y) positions, whole pooling windows",
                       None, _rx_gemma4_vision),
+    "idefics": ("images per example, and which tokens cross-attend to them", None, _rx_idefics),
     "informer": ("forecasts need a horizon and a context", _cfg_forecast, None),
     "instructblip": ("one placeholder per Q-Former query", _cfg_query_placeholder,
                      _rx_query_placeholders),
     "instructblipvideo": ("clips of frames; one placeholder per query per frame",
                           _cfg_query_placeholder, _rx_instructblipvideo),
     "kosmos-2": ("image queries replace the tokens a position mask marks", None, _rx_kosmos2),
+    "lfm2_moe": ("layer kinds are left to checkpoints", _cfg_lfm2_moe, None),
     "lightglue": ("matches a pair of images: (batch, 2, channels, h, w)", None, _rx_image_pair),
     "lxmert": ("region features and boxes stand in for a detector", None, _rx_lxmert),
     "mimi_encoder": ("audio is (batch, channels, samples)", None, _rx_audio_channels),
+    "mobilebert": ("embeddings are at most as wide as the hidden state", _cfg_mobilebert, None),
     "muse_glimmer_assistant": ("a drafter: noised block embeddings and the target's context",
                                None, _rx_dflash),
     "oneformer": ("a tokenised task prompt conditions the segmentation", None, _rx_oneformer),
@@ -1114,6 +1153,8 @@ _RECIPES = {
     "qwen3_asr_encoder": ("the encoder takes its frame mask", None, _rx_mask_features),
     "qwen3_omni_moe_thinker": ("images follow a vision-start token the default omits",
                                _cfg_vision_start, _rx_vision_start),
+    "qwen4_exp": ("sparse-attention indexer sizes are left to checkpoints", _cfg_qsa, None),
+    "qwen4_exp_text": ("sparse-attention indexer sizes are left to checkpoints", _cfg_qsa, None),
     "seggpt": ("an image, a prompt image and its mask at the configured size", None, _rx_seggpt),
     "siglip2_vision_model": ("NaFlex patches with their mask and grid", None, _rx_siglip2),
     "time_series_transformer": ("forecasts need a horizon and a context", _cfg_forecast, None),
