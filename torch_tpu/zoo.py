@@ -531,6 +531,17 @@ def _first(c, names, default):
     return default
 
 
+def _image_hw(config, default=224):
+    """(height, width) of the images the config is sized for: ``image_size``
+    is a side or an (h, w) pair (MGP-STR reads 32x128 text crops)."""
+    for c in (config, getattr(config, "vision_config", None), getattr(config, "encoder", None)):
+        v = getattr(c, "image_size", None) if c is not None else None
+        if isinstance(v, (list, tuple)) and len(v) == 2 and all(_int(x) for x in v):
+            return tuple(v)
+    side = _sub(config, "image_size", default)
+    return side, side
+
+
 def _vision(config):
     return getattr(config, "vision_config", None) or config
 
@@ -583,6 +594,10 @@ def fit_config(config):
             isinstance(width, int) and vc.out_hidden_size != width:
         # the merger projects image features to the LM's width
         vc.out_hidden_size = width
+    if text is not config and getattr(text, "pad_token_id", 0) is None:
+        # sequence classifiers refuse batches without a pad id; ``shrink``
+        # fills it in on the top-level config only
+        text.pad_token_id = 0
     _fit_mrope(text)
     kinds = getattr(text, "layer_types", None)
     if isinstance(kinds, list) and kinds and "linear_attention" in kinds and \
@@ -778,6 +793,19 @@ def _cfg_clap(config):
     ac.hidden_size = ac.patch_embeds_hidden_size * 2 ** (len(ac.depths) - 1)
 
 
+def _cfg_qsa(config):
+    # the sparse-attention indexer's sizes come with checkpoints (all None by
+    # default): one kv head, heads as wide as the rotary part, a budget of
+    # whole compressed blocks within the synthesised sequence
+    text = config.get_text_config()
+    if text.indexer_head_dim is None:
+        text.indexer_n_heads = text.indexer_n_heads or 2
+        text.indexer_kv_heads = 1
+        text.indexer_head_dim = text.head_dim
+        text.indexer_compress_ratio = 2
+        text.indexer_budget = 4
+
+
 def _cfg_query_placeholder(config):
     text = config.get_text_config()
     if getattr(text, "word_embed_proj_dim", None) is not None:
@@ -793,6 +821,40 @@ def _cfg_xcodec(config):
     # the quantiser sees acoustic and semantic features side by side
     config.codebook_dim = config.acoustic_model_config.hidden_size + \
         config.semantic_model_config.hidden_size
+
+
+def _cfg_lfm2_moe(config):
+    # checkpoints list the layer kinds (the default leaves them out):
+    # short convolutions with an attention layer last
+    if config.layer_types is None:
+        n = config.num_hidden_layers
+        config.layer_types = ["conv"] * (n - 1) + ["full_attention"]
+
+
+def _cfg_mobilebert(config):
+    # the MLM head widens the embedding back to the hidden size
+    config.embedding_size = min(config.embedding_size, config.hidden_size)
+
+
+def _cfg_perceiver(config):
+    # the Fourier and conv preprocessors' channel counts (image plus position
+    # features, e.g. 261) are rarely a multiple of the cross-attention heads
+    config.num_cross_attention_heads = 1
+    # the masked-LM decoder predicts every position of its table: size it to
+    # the synthesised sequence so labels line up
+    config.max_position_embeddings = SEQ
+
+
+def _cfg_pi0(config):
+    # the PaliGemma inside projects image features to its LM's width
+    vlm = config.vlm_config
+    vlm.vision_config.projection_dim = vlm.text_config.hidden_size
+
+
+def _cfg_vision_start(config):
+    # the thinker's multimodal rope reads an id its default config leaves out
+    if getattr(config, "vision_start_token_id", None) is None:
+        config.vision_start_token_id = _free_token(config)
 
 
 def _rx_audio_channels(inputs, params, config, g):
@@ -865,6 +927,103 @@ def _rx_instructblipvideo(inputs, params, config, g):
                 else inputs["input_ids"].clone()
 
 
+def _rx_dflash(inputs, params, config, g):
+    import torch
+    # a block of noised embeddings drafted against the target model's context
+    # (its selected layers' hidden states side by side)
+    width = config.hidden_size
+    inputs["noise_embeds"] = torch.randn(BATCH, config.block_size, width, generator=g)
+    inputs["context_hidden_states"] = torch.randn(
+        BATCH, SEQ, width * len(config.target_layer_ids), generator=g)
+
+
+def _rx_gemma4_vision(inputs, params, config, g):
+    import torch
+    # flattened patches with their (x, y) grid positions; the grid is whole
+    # pooling windows, as the pooler averages k x k patches into one token
+    side = 2 * config.pooling_kernel_size
+    p = config.patch_size
+    inputs["pixel_values"] = torch.rand(BATCH, side * side, 3 * p * p, generator=g)
+    ys, xs = torch.meshgrid(torch.arange(side), torch.arange(side), indexing="ij")
+    pos = torch.stack([xs.flatten(), ys.flatten()], -1)
+    inputs["pixel_position_ids"] = pos.expand(BATCH, -1, -1).clone()
+
+
+def _rx_idefics(inputs, params, config, g):
+    import torch
+    if "pixel_values" in inputs and "input_ids" in inputs:
+        # (batch, images, c, h, w): one image per example, which every token
+        # may cross-attend to
+        inputs["pixel_values"] = inputs["pixel_values"][:, None]
+        seq = inputs["input_ids"].shape[1]
+        inputs["image_attention_mask"] = torch.ones(BATCH, seq, 1, dtype=torch.long)
+
+
+def _rx_image_pair(inputs, params, config, g):
+    import torch
+    ch = _sub(config, "num_channels", 3)
+    inputs["pixel_values"] = torch.randn(BATCH, 2, ch, *_image_hw(config, IMAGE), generator=g)
+
+
+def _rx_kosmos2(inputs, params, config, g):
+    import torch
+    if "input_ids" not in inputs:
+        return
+    # the resampled image queries replace the tokens the mask marks
+    n = config.latent_query_num
+    ids = _with_placeholders(inputs, params, _free_token(config), n, g)
+    mask = torch.zeros_like(ids)
+    mask[:, 2:2 + n] = 1
+    inputs["image_embeds_position_mask"] = mask
+
+
+def _rx_oneformer(inputs, params, config, g):
+    import torch
+    # the tokenised task prompt ("the task is semantic"), padded to its length
+    inputs["task_inputs"] = torch.randint(4, 64, (BATCH, config.task_seq_len), generator=g)
+
+
+def _rx_perceiver(inputs, params, config, g):
+    import torch
+    if "input_ids" not in params and "pixel_values" not in params:
+        # the bare model has no preprocessor: inputs are already d_model wide
+        inputs["inputs"] = torch.randn(BATCH, SEQ, config.d_model, generator=g)
+
+
+def _rx_pi0(inputs, params, config, g):
+    import torch
+    steps = 4  # a short action chunk
+    if "state" in params:
+        inputs["state"] = torch.randn(BATCH, config.max_state_dim, generator=g)
+        inputs["noise"] = torch.randn(BATCH, steps, config.max_action_dim, generator=g)
+        inputs["timestep"] = torch.rand(BATCH, generator=g)
+    elif "action_embeds" in params:
+        # the state token followed by the noised actions, embedded
+        inputs["action_embeds"] = torch.randn(BATCH, 1 + steps, config.dit_config.hidden_size,
+                                              generator=g)
+    vlm = config.vlm_config
+    vc = vlm.vision_config
+    if "input_ids" in inputs and "pixel_values" in params:
+        # one camera per example; its patches' placeholders lead the prompt
+        side = vc.image_size
+        inputs["pixel_values"] = torch.randn(BATCH, 1, vc.num_channels, side, side, generator=g)
+        inputs["pixel_attention_mask"] = torch.ones(BATCH, 1, dtype=torch.bool)
+        _with_placeholders(inputs, params, vlm.image_token_id, (side // vc.patch_size) ** 2, g)
+
+
+def _rx_pix2struct(inputs, params, config, g):
+    import torch
+    vc = _vision(config)
+    side = 4
+    # each patch vector is prefixed by its 1-based (row, column)
+    rows, cols = torch.meshgrid(torch.arange(1, side + 1), torch.arange(1, side + 1),
+                                indexing="ij")
+    idx = torch.stack([rows.flatten(), cols.flatten()], -1).float().expand(BATCH, -1, -1)
+    patches = torch.randn(BATCH, side * side, vc.patch_embed_hidden_size, generator=g)
+    inputs["flattened_patches"] = torch.cat([idx, patches], -1)
+    inputs.pop("pixel_values", None)
+
+
 def _rx_fsmt(inputs, params, config, g):
     # FSMT does not derive decoder inputs from labels: teacher-force them
     inputs["decoder_input_ids"] = inputs["labels"].clone()
@@ -928,6 +1087,14 @@ def _rx_video_pixels(inputs, params, config, g):
     inputs["pixel_values"] = _video(config, g)
 
 
+def _rx_vision_start(inputs, params, config, g):
+    image = _token_id(config, "image")
+    ids = inputs.get("input_ids")
+    if ids is not None and image is not None and (ids[:, 2] == image).all():
+        # rope indexing counts the images that follow a vision-start token
+        ids[:, 1] = config.vision_start_token_id
+
+
 def _rx_vjepa2(inputs, params, config, g):
     inputs["pixel_values_videos"] = _video(config, g, frames=2 * config.tubelet_size)
 
@@ -949,21 +1116,45 @@ _RECIPES = {
              _cfg_clap, _rx_clap),
     "decision_transformer": ("trajectories of states, actions, rewards, returns", None,
                              _rx_decision),
+    "efficientloftr": ("matches a pair of images: (batch, 2, channels, h, w)", None,
+                       _rx_image_pair),
     "encodec": ("audio is (batch, channels, samples); codes have the encoder's width",
                 _cfg_codebook, _rx_audio_channels),
     "fsmt": ("labels are not shifted into decoder inputs", None, _rx_fsmt),
     "fun_asr_nano_encoder": ("stacked low-frame-rate features and their mask", None, _rx_fun_asr),
     "gemma3n_audio": ("mel frames and their padding mask", None, _rx_gemma3n_audio),
+    "gemma4_vision": ("flattened patches and their (x, y) positions, whole pooling windows",
+                      None, _rx_gemma4_vision),
+    "idefics": ("images per example, and which tokens cross-attend to them", None, _rx_idefics),
     "informer": ("forecasts need a horizon and a context", _cfg_forecast, None),
     "instructblip": ("one placeholder per Q-Former query", _cfg_query_placeholder,
                      _rx_query_placeholders),
     "instructblipvideo": ("clips of frames; one placeholder per query per frame",
                           _cfg_query_placeholder, _rx_instructblipvideo),
+    "kosmos-2": ("image queries replace the tokens a position mask marks", None, _rx_kosmos2),
+    "lfm2_moe": ("layer kinds are left to checkpoints", _cfg_lfm2_moe, None),
+    "lightglue": ("matches a pair of images: (batch, 2, channels, h, w)", None, _rx_image_pair),
     "lxmert": ("region features and boxes stand in for a detector", None, _rx_lxmert),
     "mimi_encoder": ("audio is (batch, channels, samples)", None, _rx_audio_channels),
+    "mobilebert": ("embeddings are at most as wide as the hidden state", _cfg_mobilebert, None),
+    "muse_glimmer_assistant": ("a drafter: noised block embeddings and the target's context",
+                               None, _rx_dflash),
+    "oneformer": ("a tokenised task prompt conditions the segmentation", None, _rx_oneformer),
+    "perceiver": ("preprocessor-free inputs; head counts and decoder length fit the inputs",
+                  _cfg_perceiver, _rx_perceiver),
+    "pi0": ("a robot state and a noised action chunk at a denoising time; camera images",
+            _cfg_pi0, _rx_pi0),
+    "pix2struct": ("variable-resolution patches, each prefixed by its (row, column)", None,
+                   _rx_pix2struct),
     "pocket_tts_audio_tokenizer_encoder": ("audio is (batch, channels, samples)", None,
                                            _rx_audio_channels),
+    "qwen2_5_omni_thinker": ("images follow a vision-start token the default omits",
+                             _cfg_vision_start, _rx_vision_start),
     "qwen3_asr_encoder": ("the encoder takes its frame mask", None, _rx_mask_features),
+    "qwen3_omni_moe_thinker": ("images follow a vision-start token the default omits",
+                               _cfg_vision_start, _rx_vision_start),
+    "qwen4_exp": ("sparse-attention indexer sizes are left to checkpoints", _cfg_qsa, None),
+    "qwen4_exp_text": ("sparse-attention indexer sizes are left to checkpoints", _cfg_qsa, None),
     "seggpt": ("an image, a prompt image and its mask at the configured size", None, _rx_seggpt),
     "siglip2_vision_model": ("NaFlex patches with their mask and grid", None, _rx_siglip2),
     "time_series_transformer": ("forecasts need a horizon and a context", _cfg_forecast, None),
@@ -1003,8 +1194,7 @@ def make_inputs(model, config, task, pixels=True):
     grid = any(k in params for k in ("grid_thw", "image_grid_thw"))
     if "pixel_values" in params and pixels and not grid:
         ch = _sub(config, "num_channels", 3)
-        size = _sub(config, "image_size", 224)
-        inputs["pixel_values"] = torch.randn(BATCH, ch, size, size, generator=g)
+        inputs["pixel_values"] = torch.randn(BATCH, ch, *_image_hw(config), generator=g)
     # speech encoder-decoders name their main input "inputs"
     if model.main_input_name in ("input_values", "inputs") and "input_values" in params:
         inputs["input_values"] = torch.randn(BATCH, 1600, generator=g)

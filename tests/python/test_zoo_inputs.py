@@ -115,3 +115,18 @@ def test_class_without_forward_is_a_not_a_model_skip():
     rec = zoo.run_arch("BarkModel", "base", "bark")
     assert rec["status"] == "skip" and rec.get("not_a_model")
     assert rec["reason"].startswith("not a model")
+
+
+def test_non_square_image_size_gives_height_by_width_pixels():
+    # MGP-STR reads (32, 128) text crops; the patch embedding checks both sides
+    model, config = _build("MgpstrForSceneTextRecognition")
+    inputs = zoo.make_inputs(model, config, "base")
+    assert tuple(inputs["pixel_values"].shape[-2:]) == tuple(config.image_size)
+    _run(model, inputs)
+
+
+def test_composite_text_config_gets_a_pad_id():
+    # pooling at the last non-pad token needs a pad id on the text config
+    model, config = _build("Qwen3_5ForSequenceClassification")
+    assert config.get_text_config().pad_token_id is not None
+    _run(model, zoo.make_inputs(model, config, "seq-cls"))
