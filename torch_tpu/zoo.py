@@ -128,7 +128,7 @@ _MAX_PARAMS = 12_000_000
 
 # Names of integer config entries that are widths (channels of some tensor),
 # and names that look alike but count or size something else.
-_WIDTH_NAME = re.compile(r"(hidden_size|hidden_dim|projection_size|_output_size|_dim|_channels|_rank|^d_inner|^d_latents|"
+_WIDTH_NAME = re.compile(r"(hidden_size|hidden_size_global|hidden_dim|projection_size|_output_size|_dim|_channels|_rank|^d_inner|^d_latents|"
                          r"embedding_size|_width|head_size|headdim|^d_head|^d_kv|_groups)$")
 _NOT_WIDTH = re.compile(r"vocab|image|patch|position|window|kernel|chunk|max_|sampling|codebook_size|"
                         r"batch|mel|bins|stride|pool_size|pooling|seq|length|frame|rate|label|^num_|^n_|layer|"
@@ -151,6 +151,8 @@ _PRODUCTS = [
 # into sub-configs), for invariants a name-based rule cannot see.
 _MROPE_16 = {"rope_parameters": {"mrope_section": [2, 3, 3]}}  # t/h/w split of 16-wide heads
 _OVERRIDES = {
+    # hash n-gram embeddings: half a million rows per n-gram size by default
+    "blt": {"encoder_hash_byte_group_vocab": 512},
     # attention windows pick their rope by layer type; the default table is empty
     "cohere_compass": {"text_config": {"rope_parameters": {
         "full_attention": {"rope_type": "default", "rope_theta": 10000.0}}}},
