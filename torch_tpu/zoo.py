@@ -165,6 +165,10 @@ _OVERRIDES = {
     "diffusion_gemma": {"text_config": {"num_experts": 4, "top_k_experts": 2,
                                         "moe_intermediate_size": 64}},
     "dots1": {"n_routed_experts": 4, "n_shared_experts": 1, "num_experts_per_tok": 2},
+    # 2-D decoder ids are folded into (batch, channels, steps) and transposed,
+    # and the channel embedding then views that transposed tensor: only one
+    # channel (one delay) keeps the view valid
+    "dia": {"decoder_config": {"num_channels": 1}, "delay_pattern": [0]},
     # the last backbone stage feeds the matcher: its width is the hidden size
     "efficientloftr": {"out_features": [64, 64, 64, 64]},
     # rope sections of a 16-wide head (sum 8): the default code sections need 128
