@@ -128,7 +128,7 @@ _MAX_PARAMS = 12_000_000
 
 # Names of integer config entries that are widths (channels of some tensor),
 # and names that look alike but count or size something else.
-_WIDTH_NAME = re.compile(r"(hidden_size|hidden_size_global|hidden_dim|projection_size|_output_size|_dim|_channels|_rank|^d_inner|^d_latents|"
+_WIDTH_NAME = re.compile(r"(hidden_size|hidden_size_global|hidden_dim|projection_size|_input_size|_output_size|_dim|_channels|_rank|^d_inner|^d_latents|"
                          r"embedding_size|_width|head_size|headdim|^d_head|^d_kv|_groups)$")
 _NOT_WIDTH = re.compile(r"vocab|image|patch|position|window|kernel|chunk|max_|sampling|codebook_size|"
                         r"batch|mel|bins|stride|pool_size|pooling|seq|length|frame|rate|label|^num_|^n_|layer|"
