@@ -175,13 +175,15 @@ _OVERRIDES = {
     "ernie4_5_vl_moe": {"text_config": {"rope_parameters": {"mrope_section": [3, 3, 2]}}},
     # KV sharing across the last layers needs layers of every kind before them
     "gemma3n_text": {"num_kv_shared_layers": 0},
-    "glm4v_moe_text": _MROPE_16,
+    # half of each 16-wide head is rotary (partial factor 0.5): sections sum to 4
+    "glm4v_moe_text": {"rope_parameters": {"mrope_section": [1, 1, 2]}},
     "glm4v_text": _MROPE_16,
     "glm_image_text": _MROPE_16,
     "glm_ocr_text": _MROPE_16,
     # the default stack is all Mamba; the cache wants one attention layer
     "granitemoehybrid": {"layer_types": ["linear_attention", "full_attention"]},
     # the model reads rope sections the default leaves out
+    "hunyuan_vl": {"text_config": {"rope_parameters": {"mrope_section": [2, 2, 2, 2]}}},
     "hunyuan_vl_text": {"rope_parameters": {"mrope_section": [2, 2, 2, 2]}},
     # the text, 2-D position and shape embeddings add up to the width
     # (4 * coordinate + 2 * shape) at the consistent level's 64
