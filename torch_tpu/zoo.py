@@ -192,6 +192,10 @@ _OVERRIDES = {
     "moonshine_streaming": {"num_key_value_heads": HEADS},
     "qwen2_5_vl_text": _MROPE_16,
     "qwen2_vl_text": _MROPE_16,
+    # the decoder reads its ids as (batch * codebooks, steps): the codebook
+    # count must divide the batch of ids
+    "musicgen": {"decoder": {"num_codebooks": 2}},
+    "musicgen_melody": {"decoder": {"num_codebooks": 2}},
     # the shared transformer is tied across hybrid layers: keep two of them
     "zamba": {"num_hidden_layers": 4, "layers_block_type": ["linear_attention", "hybrid"] * 2},
 }
