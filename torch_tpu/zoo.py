@@ -105,13 +105,15 @@ _SHRINK = {
     **dict.fromkeys(_EXPERTS, 4),
     "num_experts_per_tok": 2,
     "vocab_size": VOCAB,
+    "decoder_vocab_size": VOCAB,  # Marian's separate target vocabulary
     # images: 64x64 still gives patch grids and CNN stages; 600x600 (EfficientNet)
     # would take gigabytes
     "image_size": IMAGE,
 }
 # the keys the gentlest shrink ("layers") still applies: depth and the
 # lookup tables that do not change the shape of the computation
-_SIZE_ONLY = set(_LAYERS) | set(_EXPERTS) | {"num_experts_per_tok", "vocab_size", "image_size"}
+_SIZE_ONLY = set(_LAYERS) | set(_EXPERTS) | {"num_experts_per_tok", "vocab_size",
+                                              "decoder_vocab_size", "image_size"}
 
 # Shrink levels, tried in order until the model builds and runs forward on the
 # CPU (see ``build``):
