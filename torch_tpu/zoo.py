@@ -194,6 +194,8 @@ _OVERRIDES = {
     "moonshine_streaming": {"num_key_value_heads": HEADS},
     "qwen2_5_vl_text": _MROPE_16,
     "qwen2_vl_text": _MROPE_16,
+    # the adapter reads the last and an earlier ViT layer (24 and 18 of 25)
+    "molmo2": {"adapter_config": {"vision_feature_layer": [1, 0]}},
     # the decoder reads its ids as (batch * codebooks, steps): the codebook
     # count must divide the batch of ids
     "musicgen": {"decoder": {"num_codebooks": 2}},
