@@ -105,13 +105,15 @@ _SHRINK = {
     **dict.fromkeys(_EXPERTS, 4),
     "num_experts_per_tok": 2,
     "vocab_size": VOCAB,
+    "decoder_vocab_size": VOCAB,  # Marian's separate target vocabulary
     # images: 64x64 still gives patch grids and CNN stages; 600x600 (EfficientNet)
     # would take gigabytes
     "image_size": IMAGE,
 }
 # the keys the gentlest shrink ("layers") still applies: depth and the
 # lookup tables that do not change the shape of the computation
-_SIZE_ONLY = set(_LAYERS) | set(_EXPERTS) | {"num_experts_per_tok", "vocab_size", "image_size"}
+_SIZE_ONLY = set(_LAYERS) | set(_EXPERTS) | {"num_experts_per_tok", "vocab_size",
+                                              "decoder_vocab_size", "image_size"}
 
 # Shrink levels, tried in order until the model builds and runs forward on the
 # CPU (see ``build``):
@@ -128,7 +130,7 @@ _MAX_PARAMS = 12_000_000
 
 # Names of integer config entries that are widths (channels of some tensor),
 # and names that look alike but count or size something else.
-_WIDTH_NAME = re.compile(r"(hidden_size|hidden_dim|projection_size|_output_size|_dim|_channels|_rank|^d_inner|^d_latents|"
+_WIDTH_NAME = re.compile(r"(hidden_size|hidden_size_global|hidden_dim|projection_size|_input_size|_output_size|_dim|_channels|_rank|^d_inner|^d_latents|"
                          r"embedding_size|_width|head_size|headdim|^d_head|^d_kv|_groups)$")
 _NOT_WIDTH = re.compile(r"vocab|image|patch|position|window|kernel|chunk|max_|sampling|codebook_size|"
                         r"batch|mel|bins|stride|pool_size|pooling|seq|length|frame|rate|label|^num_|^n_|layer|"
@@ -151,6 +153,8 @@ _PRODUCTS = [
 # into sub-configs), for invariants a name-based rule cannot see.
 _MROPE_16 = {"rope_parameters": {"mrope_section": [2, 3, 3]}}  # t/h/w split of 16-wide heads
 _OVERRIDES = {
+    # hash n-gram embeddings: half a million rows per n-gram size by default
+    "blt": {"encoder_hash_byte_group_vocab": 512},
     # attention windows pick their rope by layer type; the default table is empty
     "cohere_compass": {"text_config": {"rope_parameters": {
         "full_attention": {"rope_type": "default", "rope_theta": 10000.0}}}},
@@ -159,6 +163,10 @@ _OVERRIDES = {
     # the default attention config lacks the rope base the model reads
     # (and clamps q/k/v by a bound the default leaves None)
     "dbrx": {"attn_config": {"rope_theta": 10000.0, "clip_qkv": 8.0}},
+    # 2-D decoder ids are folded into (batch, channels, steps) and transposed,
+    # and the channel embedding then views that transposed tensor: only one
+    # channel (one delay) keeps the view valid
+    "dia": {"decoder_config": {"num_channels": 1}, "delay_pattern": [0]},
     # default MoE sizes are None (checkpoints set them)
     "diffusion_gemma": {"text_config": {"num_experts": 4, "top_k_experts": 2,
                                         "moe_intermediate_size": 64}},
@@ -169,21 +177,50 @@ _OVERRIDES = {
     "ernie4_5_vl_moe": {"text_config": {"rope_parameters": {"mrope_section": [3, 3, 2]}}},
     # KV sharing across the last layers needs layers of every kind before them
     "gemma3n_text": {"num_kv_shared_layers": 0},
-    "glm4v_moe_text": _MROPE_16,
+    # the assistant's validation: no per-layer inputs, and every layer reads
+    # shared KV (0 becomes "all layers" once the config is built)
+    "gemma4_assistant": {"text_config": {"hidden_size_per_layer_input": 0,
+                                         "vocab_size_per_layer_input": 0,
+                                         "num_kv_shared_layers": 0}},
+    # half of each 16-wide head is rotary (partial factor 0.5): sections sum to 4
+    "glm4v_moe_text": {"rope_parameters": {"mrope_section": [1, 1, 2]}},
+    # rope sections of fully rotary 16-wide heads
     "glm4v_text": _MROPE_16,
     "glm_image_text": _MROPE_16,
     "glm_ocr_text": _MROPE_16,
     # the default stack is all Mamba; the cache wants one attention layer
     "granitemoehybrid": {"layer_types": ["linear_attention", "full_attention"]},
+    # the encoder proposes num_queries boxes by top-k over the feature-map
+    # positions: a small image has fewer positions than the default 900
+    "grounding-dino": {"num_queries": 16},
     # the model reads rope sections the default leaves out
+    "hunyuan_vl": {"text_config": {"rope_parameters": {"mrope_section": [2, 2, 2, 2]}}},
     "hunyuan_vl_text": {"rope_parameters": {"mrope_section": [2, 2, 2, 2]}},
     # the text, 2-D position and shape embeddings add up to the width
     # (4 * coordinate + 2 * shape) at the consistent level's 64
     "layoutlmv3": {"coordinate_size": 8, "shape_size": 16},
+    # top-k proposals (see grounding-dino); the ViT's windows tile the patch
+    # grid as side x side: 2 x 2 divides the grids of small images; the
+    # default projector has no scales (and no feature levels): one at scale 1
+    "lw_detr": {"num_queries": 16, "projector_scale_factors": [1.0], "num_feature_levels": 1,
+                "backbone_config": {"num_windows": 4, "num_windows_side": 2}},
+    "mm-grounding-dino": {"num_queries": 16},  # see grounding-dino
+    # the adapter reads the last and an earlier ViT layer (24 and 18 of 25)
+    "molmo2": {"adapter_config": {"vision_feature_layer": [1, 0]}},
     # the default config has no kv head count but the model reads one
     "moonshine_streaming": {"num_key_value_heads": HEADS},
-    "qwen2_5_vl_text": _MROPE_16,
-    "qwen2_vl_text": _MROPE_16,
+    # the decoder reads its ids as (batch * codebooks, steps): the codebook
+    # count must divide the batch of ids
+    "musicgen": {"decoder": {"num_codebooks": 2}},
+    "musicgen_melody": {"decoder": {"num_codebooks": 2}},
+    # the Fourier image preprocessor fixes the cross-attention's query/key
+    # width at 261 (3 + 2 * 2 * 64 + 2), which only 1, 3, 9... heads divide.
+    # The masked-LM decoder emits max_position_embeddings positions, which
+    # the labels (one per input token) must match
+    "perceiver": {"num_cross_attention_heads": 1, "max_position_embeddings": SEQ},
+    "qwen2_5_vl_text": _MROPE_16,  # see glm4v_text
+    "qwen2_vl_text": _MROPE_16,  # see glm4v_text
+    "rf_detr": {"num_queries": 16},  # see grounding-dino
     # the shared transformer is tied across hybrid layers: keep two of them
     "zamba": {"num_hidden_layers": 4, "layers_block_type": ["linear_attention", "hybrid"] * 2},
 }
@@ -465,9 +502,9 @@ def build_level(cls, model_type, task, level):
     try:
         config = AutoConfig.for_model(model_type)
     except Exception:  # noqa: BLE001  (a default that fails its own validation)
-        over = _OVERRIDES.get(model_type, {})
-        config = AutoConfig.for_model(model_type, **{k: v for k, v in over.items()
-                                                     if not isinstance(v, dict)})
+        # sub-config overrides go in as dicts: the composite builds its parts
+        # from them (defaults for the rest)
+        config = AutoConfig.for_model(model_type, **_OVERRIDES.get(model_type, {}))
     config = fit_config(shrink(config, level))
     want = getattr(cls, "config_class", None)
     if isinstance(want, type) and not isinstance(config, want):
