@@ -182,7 +182,7 @@ static tpr_status_t lower_adaptive_avg3d_bw(lw_ctx_t* c) { return adaptive_avg(c
 
 //===--- upsampling --------------------------------------------------------===//
 
-enum { UP_NEAREST, UP_NEAREST_EXACT, UP_LINEAR, UP_CUBIC, UP_LINEAR_AA };
+enum { UP_NEAREST, UP_NEAREST_EXACT, UP_LINEAR, UP_CUBIC, UP_LINEAR_AA, UP_CUBIC_AA };
 
 // PyTorch's compute_scales_value / area_pixel_compute_scale (in float, as
 // its kernels compute them for float inputs).
@@ -208,12 +208,15 @@ static int64_t clampi(int64_t v, int64_t lo, int64_t hi) {
 // |v| rounded to float unless |wide|: host arithmetic in the kernel's dtype.
 static double rnd(double v, bool wide) { return wide ? v : (double)(float)v; }
 
-// Antialiased bilinear weights of output |o| (PyTorch's _compute_weights_aa
-// with the triangle filter, in the input's opmath dtype as its CPU kernel):
-// the filter widens by the scale when downsampling, and each output's taps
-// are normalized to sum to 1.
-static void aa_row(double* row, int64_t o, int64_t in, double sc, bool wide) {
-  double support = sc >= 1.0 ? sc : 1.0;
+// Antialiased weights of output |o| (PyTorch's _compute_weights_aa with the
+// triangle filter, or under |cubic| Keys' cubic with a = -0.5 and twice the
+// support; in the input's opmath dtype as its CPU kernel): the filter widens
+// by the scale when downsampling, and each output's taps are normalized to
+// sum to 1.
+static void aa_row(double* row, int64_t o, int64_t in, double sc, bool wide,
+                   bool cubic) {
+  double half = cubic ? 2.0 : 1.0;  // interp_size / 2
+  double support = sc >= 1.0 ? half * sc : half;
   double invscale = sc >= 1.0 ? rnd(1.0 / sc, wide) : 1.0;
   double center = rnd(sc * rnd((double)o + 0.5, wide), wide);
   int64_t xmin = (int64_t)rnd(rnd(center - support, wide) + 0.5, wide);
@@ -221,12 +224,15 @@ static void aa_row(double* row, int64_t o, int64_t in, double sc, bool wide) {
   int64_t xmax = (int64_t)rnd(rnd(center + support, wide) + 0.5, wide);
   if (xmax > in) xmax = in;
   int64_t n = clampi(xmax - xmin, 0, (int64_t)ceil(support) * 2 + 1);
-  double w[64], total = 0;
-  if (n > 64) n = 64;  // scales past 31 are rejected by the caller
+  double w[128], total = 0;
+  if (n > 128) n = 128;  // scales past 31 are rejected by the caller
   for (int64_t j = 0; j < n; j++) {
     double x = rnd(rnd(rnd((double)(j + xmin) - center, wide) + 0.5, wide) * invscale, wide);
     x = fabs(x);
-    w[j] = x < 1.0 ? rnd(1.0 - x, wide) : 0.0;
+    if (cubic)
+      w[j] = x < 1.0 ? rnd(cubic1(x, -0.5), wide) : x < 2.0 ? rnd(cubic2(x, -0.5), wide) : 0.0;
+    else
+      w[j] = x < 1.0 ? rnd(1.0 - x, wide) : 0.0;
     total = rnd(total + w[j], wide);
   }
   for (int64_t j = 0; j < n; j++) row[xmin + j] = total != 0 ? rnd(w[j] / total, wide) : w[j];
@@ -245,12 +251,12 @@ static bool up_map(scratch_t* s, dimmap_t* dm, int mode, bool align,
       continue;
     }
     double* row = dm->m + o * in;
-    if (mode == UP_LINEAR_AA) {
+    if (mode == UP_LINEAR_AA || mode == UP_CUBIC_AA) {
       // f64 inputs compute the scale in double too.
       double dsc = !wide ? sc
                    : align ? (out > 1 ? (double)(in - 1) / (double)(out - 1) : 0)
                    : given > 0 ? 1.0 / given : (double)in / (double)out;
-      aa_row(row, o, in, dsc, wide);
+      aa_row(row, o, in, dsc, wide, mode == UP_CUBIC_AA);
     } else if (mode == UP_LINEAR) {
       float src = align ? sc * (float)o : sc * ((float)o + 0.5f) - 0.5f;
       if (!align && src < 0) src = 0;
@@ -289,6 +295,7 @@ static const up_op_t kUpOps[] = {
     {"aten::upsample_trilinear3d", UP_LINEAR, 3, false, true},
     {"aten::upsample_bicubic2d", UP_CUBIC, 2, false, true},
     {"aten::_upsample_bilinear2d_aa", UP_LINEAR_AA, 2, false, true},
+    {"aten::_upsample_bicubic2d_aa", UP_CUBIC_AA, 2, false, true},
 };
 
 // Finds the op by the overload name's base ("..._backward.grad_input").
@@ -330,7 +337,7 @@ static tpr_status_t lower_upsample(lw_ctx_t* ctx) {
     int64_t in = small->dims[small->rank - ns + d];
     int64_t out = big->dims[big->rank - ns + d];
     double given = lw_double(ctx, sc + d, -1);
-    if (op->mode == UP_LINEAR_AA && up_scale(op->mode, align, given, in, out) > 31) {
+    if ((op->mode == UP_LINEAR_AA || op->mode == UP_CUBIC_AA) && up_scale(op->mode, align, given, in, out) > 31) {
       scratch_free(&s);
       return lw_fail(ctx, TPR_UNIMPLEMENTED, "antialiased downscaling by more than 31");
     }
@@ -850,7 +857,7 @@ LW_DEFINE_TABLE(pool,
     UP("_upsample_nearest_exact1d"), UP("_upsample_nearest_exact2d"),
     UP("_upsample_nearest_exact3d"), UP("upsample_linear1d"),
     UP("upsample_bilinear2d"), UP("upsample_trilinear3d"),
-    UP("upsample_bicubic2d"), UP("_upsample_bilinear2d_aa"),
+    UP("upsample_bicubic2d"), UP("_upsample_bilinear2d_aa"), UP("_upsample_bicubic2d_aa"),
     OUT2("reflection_pad1d", lower_reflection_pad1, "out"),
     OUT2("reflection_pad2d", lower_reflection_pad2, "out"),
     OUT2("reflection_pad3d", lower_reflection_pad3, "out"),

@@ -1,5 +1,6 @@
-"""Antialiased bilinear resizing (F.interpolate(..., antialias=True),
-aten::_upsample_bilinear2d_aa and its backward) on tpu against PyTorch's CPU
+"""Antialiased bilinear and bicubic resizing (F.interpolate(...,
+antialias=True), aten::_upsample_bilinear2d_aa / _upsample_bicubic2d_aa and
+their backward) on tpu against PyTorch's CPU
 results, the CPU fallback off.
 
 Tolerance: the tap weights are built like the CPU kernel's (in the input's
@@ -25,12 +26,13 @@ pytestmark = pytest.mark.usefixtures("no_fallback")
 @pytest.mark.parametrize("shape,kw", CASES)
 @pytest.mark.parametrize("align", [False, True])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_antialiased_bilinear(shape, kw, align, dtype):
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+def test_antialiased_resize(shape, kw, align, dtype, mode):
     x = torch.randn(2, 3, *shape, generator=torch.Generator().manual_seed(0), dtype=dtype)
     res = []
     for dev in ("cpu", "tpu"):
         xd = x.detach().to(dev).requires_grad_()
-        y = F.interpolate(xd, mode="bilinear", antialias=True, align_corners=align, **kw)
+        y = F.interpolate(xd, mode=mode, antialias=True, align_corners=align, **kw)
         w = torch.linspace(-1, 1, y.numel(), dtype=dtype).view(y.shape).to(dev)
         (y * w).sum().backward()
         res.append((y.detach().cpu(), xd.grad.cpu()))
