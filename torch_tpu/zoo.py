@@ -590,6 +590,11 @@ def fit_config(config):
         # hybrids whose first layers are all linear lost their attention
         # layers to the shrink; the cache the LM builds needs one
         kinds[-1] = "full_attention"
+    for c in _audio_configs(config):
+        ups, width = getattr(c, "upsample_groups", None), getattr(c, "hidden_size", None)
+        if isinstance(ups, int) and isinstance(width, int) and width % ups:
+            # codecs upsample depthwise (one group per channel) at the shrunk width
+            c.upsample_groups = width
     recipe = _RECIPES.get(config.model_type)
     if recipe and recipe[1]:
         recipe[1](config)
@@ -699,6 +704,70 @@ def _boxes(n, g, scale=1000):
     return torch.cat([a, b], -1)
 
 
+_AUDIO_SUBS = ("audio_config", "encoder_config", "speech_config", "encoder", "dac_config",
+               "codec_config", "semantic_model_config")
+_MEL_NAMES = ("num_mel_bins", "input_feat_per_channel", "input_feat_size", "feature_size",
+              "feature_projection_input_dim", "input_dim")
+
+
+def _audio_configs(config, depth=2):
+    """``config`` and its audio sub-configs (and theirs), outermost first."""
+    out = [config]
+    if depth:
+        for n in _AUDIO_SUBS:
+            c = getattr(config, n, None)
+            if c is not None and hasattr(c, "to_dict"):
+                out += _audio_configs(c, depth - 1)
+    return out
+
+
+def _extractor_default(model, name):
+    """The default of ``name`` in the __init__ of the feature extractor that
+    ships beside the model's class (read from the signature: nothing is
+    instantiated or downloaded)."""
+    import importlib
+    try:
+        pkg = importlib.import_module(type(model).__module__.rsplit(".", 1)[0])
+        for attr in dir(pkg):
+            if attr.endswith("FeatureExtractor"):
+                p = inspect.signature(getattr(pkg, attr).__init__).parameters.get(name)
+                if p is not None and isinstance(p.default, int):
+                    return p.default
+    except Exception:  # noqa: BLE001  (extractors needing absent backends)
+        pass
+    return None
+
+
+def _features(model, config, g):
+    """Spectrogram-like features (batch, width, frames): the width the config
+    names for its (audio) encoder, else the feature extractor's default; as
+    many frames as Whisper-style encoders demand (twice their positions),
+    capped where the position table is far longer than that. The frames-first
+    layout is tried when this one fails (see ``_cpu_reference``)."""
+    import torch
+    mels = None
+    for c in _audio_configs(config):
+        mels = mels or _first(c, _MEL_NAMES, None)
+    mels = mels or _extractor_default(model, "feature_size") or 80
+    frames = min(2 * _sub(config, "max_source_positions", 50), 3000)
+    return torch.randn(BATCH, mels, frames, generator=g)
+
+
+def _samples(config):
+    """Raw-audio length: whole hops of the codec's down-sampling strides (a
+    codec's encoder rejects or pads partial frames), about 1600 samples."""
+    hop = 1
+    for c in _audio_configs(config):
+        for n in ("downsampling_ratios", "upsampling_ratios", "patch_sizes"):
+            v = getattr(c, n, None)
+            if isinstance(v, (list, tuple)) and v and all(isinstance(x, int) for x in v):
+                hop = math.prod(v)
+                break
+        if hop > 1:
+            break
+    return hop * -(-1600 // hop)
+
+
 def _fill_named(inputs, params, config, g):
     """Required (or model-defining) forward arguments filled by their
     conventional names, for any model type that uses them."""
@@ -718,6 +787,14 @@ def _fill_named(inputs, params, config, g):
         inputs["query_embeds"] = torch.randn(BATCH, n, config.hidden_size, generator=g)
     if "past_values" in params:
         _series(inputs, params, config, g)
+    if "latents" in params and params["latents"].default is inspect.Parameter.empty:
+        # codec decoders: (batch, width, frames) latents
+        inputs["latents"] = torch.randn(BATCH, config.hidden_size, 4, generator=g)
+    if "inputs_embeds" in params and "input_ids" not in params and \
+            params["inputs_embeds"].default is inspect.Parameter.empty:
+        # heads over another model's hidden states
+        width = config.get_text_config().hidden_size
+        inputs["inputs_embeds"] = torch.randn(BATCH, SEQ, width, generator=g)
 
 
 def _series(inputs, params, config, g):
@@ -801,6 +878,12 @@ def _rx_audio_channels(inputs, params, config, g):
     inputs["input_values"] = torch.randn(BATCH, ch, 1920, generator=g)
 
 
+def _rx_ast(inputs, params, config, g):
+    import torch
+    inputs["input_values"] = torch.randn(BATCH, config.max_length, config.num_mel_bins,
+                                         generator=g)
+
+
 def _rx_blip_qformer(inputs, params, config, g):
     import torch
     inputs["encoder_hidden_states"] = torch.randn(BATCH, 16, config.encoder_hidden_size,
@@ -850,6 +933,12 @@ def _rx_query_placeholders(inputs, params, config, g):
         _with_placeholders(inputs, params, tok, config.num_query_tokens, g)
 
 
+def _rx_granite_speech5(inputs, params, config, g):
+    import torch
+    c = getattr(config, "encoder_config", None) or config
+    inputs["input_features"] = torch.randn(BATCH, 100, 4 * c.num_mel_bins, generator=g)
+
+
 def _rx_instructblipvideo(inputs, params, config, g):
     inputs["pixel_values"] = _video(config, g, frames=4)
     _rx_query_placeholders(inputs, params, config, g)
@@ -884,6 +973,15 @@ def _rx_seggpt(inputs, params, config, g):
         inputs[k] = torch.randn(BATCH, config.num_channels, h, w, generator=g)
 
 
+def _rx_speecht5(inputs, params, config, g):
+    import torch
+    if "decoder_input_values" in params:
+        # the bare model has no pre-nets: both sides take hidden states
+        inputs["input_values"] = torch.randn(BATCH, SEQ, config.hidden_size, generator=g)
+        inputs["decoder_input_values"] = torch.randn(BATCH, DEC_SEQ, config.hidden_size,
+                                                     generator=g)
+
+
 def _rx_siglip2(inputs, params, config, g):
     import torch
     side = 4  # patches per side of the (unpadded) image
@@ -912,6 +1010,15 @@ def _rx_videollama3(inputs, params, config, g):
     inputs["merge_sizes"] = torch.ones(BATCH, dtype=torch.long)
 
 
+def _rx_kyutai(inputs, params, config, g):
+    import torch
+    # every step carries a text token and one code per audio codebook
+    ids = inputs["input_ids"]
+    codes = torch.randint(0, config.codebook_vocab_size, (*ids.shape, config.num_codebooks),
+                          generator=g)
+    inputs["input_ids"] = torch.cat([ids[..., None], codes], -1)
+
+
 def _rx_lxmert(inputs, params, config, g):
     import torch
     inputs["visual_feats"] = torch.randn(BATCH, 4, config.visual_feat_dim, generator=g)
@@ -938,6 +1045,8 @@ def _rx_xmod(inputs, params, config, g):
 
 
 _RECIPES = {
+    "audio-spectrogram-transformer": ("the spectrogram (batch, frames, mel) fills its "
+                                      "position table", None, _rx_ast),
     "audioflamingo3_encoder": ("the encoder takes its frame mask", None, _rx_mask_features),
     "autoformer": ("forecasts need a horizon and a context at least the label window",
                    _cfg_autoformer, None),
@@ -954,11 +1063,17 @@ _RECIPES = {
     "fsmt": ("labels are not shifted into decoder inputs", None, _rx_fsmt),
     "fun_asr_nano_encoder": ("stacked low-frame-rate features and their mask", None, _rx_fun_asr),
     "gemma3n_audio": ("mel frames and their padding mask", None, _rx_gemma3n_audio),
+    "granite_speech5_ctc": ("mel frames come delta-expanded and stacked in pairs (4x mel)",
+                            None, _rx_granite_speech5),
+    "granite_speech5_encoder": ("mel frames come delta-expanded and stacked in pairs (4x mel)",
+                                None, _rx_granite_speech5),
     "informer": ("forecasts need a horizon and a context", _cfg_forecast, None),
     "instructblip": ("one placeholder per Q-Former query", _cfg_query_placeholder,
                      _rx_query_placeholders),
     "instructblipvideo": ("clips of frames; one placeholder per query per frame",
                           _cfg_query_placeholder, _rx_instructblipvideo),
+    "kyutai_speech_to_text": ("steps are a text token and one code per codebook", None,
+                              _rx_kyutai),
     "lxmert": ("region features and boxes stand in for a detector", None, _rx_lxmert),
     "mimi_encoder": ("audio is (batch, channels, samples)", None, _rx_audio_channels),
     "pocket_tts_audio_tokenizer_encoder": ("audio is (batch, channels, samples)", None,
@@ -966,6 +1081,7 @@ _RECIPES = {
     "qwen3_asr_encoder": ("the encoder takes its frame mask", None, _rx_mask_features),
     "seggpt": ("an image, a prompt image and its mask at the configured size", None, _rx_seggpt),
     "siglip2_vision_model": ("NaFlex patches with their mask and grid", None, _rx_siglip2),
+    "speecht5": ("the bare model has no pre-nets: it takes hidden states", None, _rx_speecht5),
     "time_series_transformer": ("forecasts need a horizon and a context", _cfg_forecast, None),
     "timesformer": ("clips are (batch, frames, channels, h, w)", None, _rx_video_pixels),
     "vibevoice_acoustic_tokenizer_decoder": ("latents are (batch, width, frames)", None,
@@ -1007,11 +1123,16 @@ def make_inputs(model, config, task, pixels=True):
         inputs["pixel_values"] = torch.randn(BATCH, ch, size, size, generator=g)
     # speech encoder-decoders name their main input "inputs"
     if model.main_input_name in ("input_values", "inputs") and "input_values" in params:
-        inputs["input_values"] = torch.randn(BATCH, 1600, generator=g)
+        inputs["input_values"] = torch.randn(BATCH, _samples(config), generator=g)
     if model.main_input_name == "input_features" and "input_features" in params:
-        mels = _sub(config, "num_mel_bins", 80)
-        frames = 2 * _sub(config, "max_source_positions", 50)
-        inputs["input_features"] = torch.randn(BATCH, mels, frames, generator=g)
+        inputs["input_features"] = _features(model, config, g)
+    # audio beside the main input (codecs that also take semantic features,
+    # audio-text models): only where forward cannot run without it
+    for name, make in (("input_values", lambda: torch.randn(BATCH, _samples(config), generator=g)),
+                       ("input_features", lambda: _features(model, config, g))):
+        if name in params and name not in inputs and \
+                params[name].default is inspect.Parameter.empty:
+            inputs[name] = make()
     encdec = getattr(config, "is_encoder_decoder", False)
     # causal LMs under the seq2seq mapping (audio LMs) have no decoder inputs:
     # they predict their own input ids (below)
@@ -1206,9 +1327,25 @@ def _unflatten_constant_weights(model):
                 p.copy_(torch.randn(p.shape, generator=g) * 0.02)
 
 
+def _audio_layouts(inputs):
+    """The other layouts of synthesised audio: encoders differ in taking
+    features (batch, width, frames) or (batch, frames, width), and raw audio
+    (batch, samples) or (batch, channels, samples)."""
+    feats, wave = inputs.get("input_features"), inputs.get("input_values")
+    swaps = []
+    if feats is not None and feats.dim() == 3:
+        swaps.append({"input_features": feats.transpose(1, 2).contiguous()})
+    if wave is not None and wave.dim() == 2:
+        swaps.append({"input_values": wave[:, None]})
+    if len(swaps) == 2:
+        swaps.append({**swaps[0], **swaps[1]})
+    return [{**inputs, **swap} for swap in swaps]
+
+
 def _cpu_reference(model, config, task):
-    """(inputs, CPU outputs); text-only inputs where images without their
-    placeholder tokens are rejected (multimodal LMs)."""
+    """(inputs, CPU outputs); the other audio layouts where the first is
+    rejected; text-only inputs where images without their placeholder tokens
+    are rejected (multimodal LMs)."""
     import torch
     inputs = make_inputs(model, config, task)
     try:
@@ -1216,6 +1353,13 @@ def _cpu_reference(model, config, task):
         with torch.no_grad():
             return inputs, model(**inputs)
     except Exception as first:  # noqa: BLE001
+        for alt in _audio_layouts(inputs):
+            try:
+                torch.manual_seed(SEED)
+                with torch.no_grad():
+                    return alt, model(**alt)
+            except Exception:  # noqa: BLE001
+                pass
         if "pixel_values" not in inputs:
             raise
         inputs = make_inputs(model, config, task, pixels=False)
