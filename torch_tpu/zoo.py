@@ -1222,6 +1222,19 @@ def _loss(out):
     return loss
 
 
+def _to_tpu(model):
+    """``model.to("tpu")``, plus the tensors modules cache in plain attributes
+    during the CPU run (Mimi's codebook caches its centroids), which ``to``
+    does not move."""
+    import torch
+    model = model.to("tpu")
+    for m in model.modules():
+        for k, v in vars(m).items():
+            if isinstance(v, torch.Tensor) and v.device.type == "cpu":
+                setattr(m, k, v.to("tpu"))
+    return model
+
+
 def run_arch(name, task, model_type, verbose=False):
     import copy
     import warnings
@@ -1245,7 +1258,7 @@ def run_arch(name, task, model_type, verbose=False):
         return rec
     before = _fallbacks()
     try:
-        tmodel = copy.deepcopy(model).to("tpu")
+        tmodel = _to_tpu(copy.deepcopy(model))
         tinputs = {k: v.to("tpu") if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
         torch.manual_seed(SEED)  # draws from the CPU generator repeat the reference's
         with torch.no_grad():
