@@ -642,6 +642,11 @@ def fit_config(config):
         # hybrids whose first layers are all linear lost their attention
         # layers to the shrink; the cache the LM builds needs one
         kinds[-1] = "full_attention"
+    for c in _audio_configs(config):
+        ups, width = getattr(c, "upsample_groups", None), getattr(c, "hidden_size", None)
+        if isinstance(ups, int) and isinstance(width, int) and width % ups:
+            # codecs upsample depthwise (one group per channel) at the shrunk width
+            c.upsample_groups = width
     recipe = _RECIPES.get(config.model_type)
     if recipe and recipe[1]:
         recipe[1](config)
@@ -751,6 +756,71 @@ def _boxes(n, g, scale=1000):
     return torch.cat([a, b], -1)
 
 
+_AUDIO_SUBS = ("audio_config", "encoder_config", "speech_config", "encoder", "dac_config",
+               "codec_config", "semantic_model_config")
+_MEL_NAMES = ("num_mel_bins", "input_feat_per_channel", "input_feat_size", "feature_size",
+              "feature_projection_input_dim", "input_dim")
+
+
+def _audio_configs(config, depth=2):
+    """``config`` and its audio sub-configs (and theirs), outermost first."""
+    out = [config]
+    if depth:
+        for n in _AUDIO_SUBS:
+            c = getattr(config, n, None)
+            if c is not None and hasattr(c, "to_dict"):
+                out += _audio_configs(c, depth - 1)
+    return out
+
+
+def _extractor_default(model, name):
+    """The default of ``name`` in the __init__ of the feature extractor that
+    ships beside the model's class (read from the signature: nothing is
+    instantiated or downloaded)."""
+    import importlib
+    try:
+        pkg = importlib.import_module(type(model).__module__.rsplit(".", 1)[0])
+        for attr in dir(pkg):
+            if attr.endswith("FeatureExtractor"):
+                p = inspect.signature(getattr(pkg, attr).__init__).parameters.get(name)
+                if p is not None and isinstance(p.default, int):
+                    return p.default
+    except Exception:  # noqa: BLE001  (extractors needing absent backends)
+        pass
+    return None
+
+
+def _features(model, config, g):
+    """Spectrogram-like features (batch, width, frames): the width the config
+    names for its (audio) encoder, else the feature extractor's default; as
+    many frames as Whisper-style encoders demand (twice their positions,
+    3000), a short clip where the position table is longer than that. The frames-first
+    layout is tried when this one fails (see ``_cpu_reference``)."""
+    import torch
+    mels = None
+    for c in _audio_configs(config):
+        mels = mels or _first(c, _MEL_NAMES, None)
+    mels = mels or _extractor_default(model, "feature_size") or 80
+    frames = 2 * _sub(config, "max_source_positions", 50)
+    frames = frames if frames <= 3000 else 100
+    return torch.randn(BATCH, mels, frames, generator=g)
+
+
+def _samples(config):
+    """Raw-audio length: whole hops of the codec's down-sampling strides (a
+    codec's encoder rejects or pads partial frames), about 1600 samples."""
+    hop = 1
+    for c in _audio_configs(config):
+        for n in ("downsampling_ratios", "upsampling_ratios", "patch_sizes"):
+            v = getattr(c, n, None)
+            if isinstance(v, (list, tuple)) and v and all(isinstance(x, int) for x in v):
+                hop = math.prod(v)
+                break
+        if hop > 1:
+            break
+    return hop * -(-1600 // hop)
+
+
 def _fill_named(inputs, params, config, g):
     """Required (or model-defining) forward arguments filled by their
     conventional names, for any model type that uses them."""
@@ -770,6 +840,14 @@ def _fill_named(inputs, params, config, g):
         inputs["query_embeds"] = torch.randn(BATCH, n, config.hidden_size, generator=g)
     if "past_values" in params:
         _series(inputs, params, config, g)
+    if "latents" in params and params["latents"].default is inspect.Parameter.empty:
+        # codec decoders: (batch, width, frames) latents
+        inputs["latents"] = torch.randn(BATCH, config.hidden_size, 4, generator=g)
+    if "inputs_embeds" in params and "input_ids" not in params and \
+            params["inputs_embeds"].default is inspect.Parameter.empty:
+        # heads over another model's hidden states
+        width = config.get_text_config().hidden_size
+        inputs["inputs_embeds"] = torch.randn(BATCH, SEQ, width, generator=g)
 
 
 def _series(inputs, params, config, g):
@@ -900,6 +978,12 @@ def _rx_audio_channels(inputs, params, config, g):
     inputs["input_values"] = torch.randn(BATCH, ch, 1920, generator=g)
 
 
+def _rx_ast(inputs, params, config, g):
+    import torch
+    inputs["input_values"] = torch.randn(BATCH, config.max_length, config.num_mel_bins,
+                                         generator=g)
+
+
 def _rx_blip_qformer(inputs, params, config, g):
     import torch
     inputs["encoder_hidden_states"] = torch.randn(BATCH, 16, config.encoder_hidden_size,
@@ -947,6 +1031,12 @@ def _rx_query_placeholders(inputs, params, config, g):
         tok = getattr(config, "video_token_index", None)
     if "input_ids" in inputs and tok is not None:
         _with_placeholders(inputs, params, tok, config.num_query_tokens, g)
+
+
+def _rx_granite_speech5(inputs, params, config, g):
+    import torch
+    c = getattr(config, "encoder_config", None) or config
+    inputs["input_features"] = torch.randn(BATCH, 100, 4 * c.num_mel_bins, generator=g)
 
 
 def _rx_instructblipvideo(inputs, params, config, g):
@@ -1080,6 +1170,15 @@ def _rx_seggpt(inputs, params, config, g):
         inputs[k] = torch.randn(BATCH, config.num_channels, h, w, generator=g)
 
 
+def _rx_speecht5(inputs, params, config, g):
+    import torch
+    if "decoder_input_values" in params:
+        # the bare model has no pre-nets: both sides take hidden states
+        inputs["input_values"] = torch.randn(BATCH, SEQ, config.hidden_size, generator=g)
+        inputs["decoder_input_values"] = torch.randn(BATCH, DEC_SEQ, config.hidden_size,
+                                                     generator=g)
+
+
 def _rx_siglip2(inputs, params, config, g):
     import torch
     side = 4  # patches per side of the (unpadded) image
@@ -1106,6 +1205,15 @@ def _rx_vibevoice_enc(inputs, params, config, g):
 def _rx_videollama3(inputs, params, config, g):
     import torch
     inputs["merge_sizes"] = torch.ones(BATCH, dtype=torch.long)
+
+
+def _rx_kyutai(inputs, params, config, g):
+    import torch
+    # every step carries a text token and one code per audio codebook
+    ids = inputs["input_ids"]
+    codes = torch.randint(0, config.codebook_vocab_size, (*ids.shape, config.num_codebooks),
+                          generator=g)
+    inputs["input_ids"] = torch.cat([ids[..., None], codes], -1)
 
 
 def _rx_lxmert(inputs, params, config, g):
@@ -1142,6 +1250,8 @@ def _rx_xmod(inputs, params, config, g):
 
 
 _RECIPES = {
+    "audio-spectrogram-transformer": ("the spectrogram (batch, frames, mel) fills its "
+                                      "position table", None, _rx_ast),
     "audioflamingo3_encoder": ("the encoder takes its frame mask", None, _rx_mask_features),
     "autoformer": ("forecasts need a horizon and a context at least the label window",
                    _cfg_autoformer, None),
@@ -1162,6 +1272,10 @@ _RECIPES = {
     "gemma3n_audio": ("mel frames and their padding mask", None, _rx_gemma3n_audio),
     "gemma4_vision": ("flattened patches and their (x, y) positions, whole pooling windows",
                       None, _rx_gemma4_vision),
+    "granite_speech5_ctc": ("mel frames come delta-expanded and stacked in pairs (4x mel)",
+                            None, _rx_granite_speech5),
+    "granite_speech5_encoder": ("mel frames come delta-expanded and stacked in pairs (4x mel)",
+                                None, _rx_granite_speech5),
     "idefics": ("images per example, and which tokens cross-attend to them", None, _rx_idefics),
     "informer": ("forecasts need a horizon and a context", _cfg_forecast, None),
     "instructblip": ("one placeholder per Q-Former query", _cfg_query_placeholder,
@@ -1169,6 +1283,8 @@ _RECIPES = {
     "instructblipvideo": ("clips of frames; one placeholder per query per frame",
                           _cfg_query_placeholder, _rx_instructblipvideo),
     "kosmos-2": ("image queries replace the tokens a position mask marks", None, _rx_kosmos2),
+    "kyutai_speech_to_text": ("steps are a text token and one code per codebook", None,
+                              _rx_kyutai),
     "lfm2_moe": ("layer kinds are left to checkpoints", _cfg_lfm2_moe, None),
     "lightglue": ("matches a pair of images: (batch, 2, channels, h, w)", None, _rx_image_pair),
     "lxmert": ("region features and boxes stand in for a detector", None, _rx_lxmert),
@@ -1194,6 +1310,7 @@ _RECIPES = {
     "qwen4_exp_text": ("sparse-attention indexer sizes are left to checkpoints", _cfg_qsa, None),
     "seggpt": ("an image, a prompt image and its mask at the configured size", None, _rx_seggpt),
     "siglip2_vision_model": ("NaFlex patches with their mask and grid", None, _rx_siglip2),
+    "speecht5": ("the bare model has no pre-nets: it takes hidden states", None, _rx_speecht5),
     "time_series_transformer": ("forecasts need a horizon and a context", _cfg_forecast, None),
     "timesformer": ("clips are (batch, frames, channels, h, w)", None, _rx_video_pixels),
     "vibevoice_acoustic_tokenizer_decoder": ("latents are (batch, width, frames)", None,
@@ -1234,11 +1351,16 @@ def make_inputs(model, config, task, pixels=True):
         inputs["pixel_values"] = torch.randn(BATCH, ch, *_image_hw(config), generator=g)
     # speech encoder-decoders name their main input "inputs"
     if model.main_input_name in ("input_values", "inputs") and "input_values" in params:
-        inputs["input_values"] = torch.randn(BATCH, 1600, generator=g)
+        inputs["input_values"] = torch.randn(BATCH, _samples(config), generator=g)
     if model.main_input_name == "input_features" and "input_features" in params:
-        mels = _sub(config, "num_mel_bins", 80)
-        frames = 2 * _sub(config, "max_source_positions", 50)
-        inputs["input_features"] = torch.randn(BATCH, mels, frames, generator=g)
+        inputs["input_features"] = _features(model, config, g)
+    # audio beside the main input (codecs that also take semantic features,
+    # audio-text models): only where forward cannot run without it
+    for name, make in (("input_values", lambda: torch.randn(BATCH, _samples(config), generator=g)),
+                       ("input_features", lambda: _features(model, config, g))):
+        if name in params and name not in inputs and \
+                params[name].default is inspect.Parameter.empty:
+            inputs[name] = make()
     encdec = getattr(config, "is_encoder_decoder", False)
     # causal LMs under the seq2seq mapping (audio LMs) have no decoder inputs:
     # they predict their own input ids (below)
@@ -1328,6 +1450,19 @@ def _loss(out):
     return loss
 
 
+def _to_tpu(model):
+    """``model.to("tpu")``, plus the tensors modules cache in plain attributes
+    during the CPU run (Mimi's codebook caches its centroids), which ``to``
+    does not move."""
+    import torch
+    model = model.to("tpu")
+    for m in model.modules():
+        for k, v in vars(m).items():
+            if isinstance(v, torch.Tensor) and v.device.type == "cpu":
+                setattr(m, k, v.to("tpu"))
+    return model
+
+
 def run_arch(name, task, model_type, verbose=False):
     import copy
     import warnings
@@ -1351,7 +1486,7 @@ def run_arch(name, task, model_type, verbose=False):
         return rec
     before = _fallbacks()
     try:
-        tmodel = copy.deepcopy(model).to("tpu")
+        tmodel = _to_tpu(copy.deepcopy(model))
         tinputs = {k: v.to("tpu") if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
         torch.manual_seed(SEED)  # draws from the CPU generator repeat the reference's
         with torch.no_grad():
@@ -1433,9 +1568,25 @@ def _unflatten_constant_weights(model):
                 p.copy_(torch.randn(p.shape, generator=g) * 0.02)
 
 
+def _audio_layouts(inputs):
+    """The other layouts of synthesised audio: encoders differ in taking
+    features (batch, width, frames) or (batch, frames, width), and raw audio
+    (batch, samples) or (batch, channels, samples)."""
+    feats, wave = inputs.get("input_features"), inputs.get("input_values")
+    swaps = []
+    if feats is not None and feats.dim() == 3:
+        swaps.append({"input_features": feats.transpose(1, 2).contiguous()})
+    if wave is not None and wave.dim() == 2:
+        swaps.append({"input_values": wave[:, None]})
+    if len(swaps) == 2:
+        swaps.append({**swaps[0], **swaps[1]})
+    return [{**inputs, **swap} for swap in swaps]
+
+
 def _cpu_reference(model, config, task):
-    """(inputs, CPU outputs); text-only inputs where images without their
-    placeholder tokens are rejected (multimodal LMs)."""
+    """(inputs, CPU outputs); the other audio layouts where the first is
+    rejected; text-only inputs where images without their placeholder tokens
+    are rejected (multimodal LMs)."""
     import torch
     inputs = make_inputs(model, config, task)
     try:
@@ -1443,6 +1594,13 @@ def _cpu_reference(model, config, task):
         with torch.no_grad():
             return inputs, model(**inputs)
     except Exception as first:  # noqa: BLE001
+        for alt in _audio_layouts(inputs):
+            try:
+                torch.manual_seed(SEED)
+                with torch.no_grad():
+                    return alt, model(**alt)
+            except Exception:  # noqa: BLE001
+                pass
         if "pixel_values" not in inputs:
             raise
         inputs = make_inputs(model, config, task, pixels=False)

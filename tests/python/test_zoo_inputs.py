@@ -130,3 +130,25 @@ def test_composite_text_config_gets_a_pad_id():
     model, config = _build("Qwen3_5ForSequenceClassification")
     assert config.get_text_config().pad_token_id is not None
     _run(model, zoo.make_inputs(model, config, "seq-cls"))
+
+
+def test_audio_features_take_the_encoders_width_and_layout():
+    # the mel count sits in the encoder's sub-config; this encoder wants frames first
+    model, config = _build("ParakeetForCTC")
+    inputs, _ = zoo._cpu_reference(model, config, "base")
+    feats = inputs["input_features"]
+    assert feats.shape[0] == zoo.BATCH and feats.shape[-1] == config.encoder_config.num_mel_bins
+
+
+def test_raw_audio_gets_whole_codec_hops_and_a_channel_dim():
+    model, config = _build("DacModel")
+    inputs, _ = zoo._cpu_reference(model, config, "base")
+    wave = inputs["input_values"]
+    assert wave.dim() == 3 and wave.shape[1] == 1
+    assert wave.shape[-1] % zoo._samples(config) == 0
+
+
+def test_codec_upsampling_groups_follow_the_shrunk_width():
+    model, config = _build("MimiDecoderModel")
+    assert config.hidden_size % config.upsample_groups == 0
+    _run(model, zoo.make_inputs(model, config, "base"))
