@@ -612,7 +612,10 @@ def fit_config(config):
     config must index the shrunk text vocabulary, since the placeholders are
     embedded before the image features replace them; per-model settings come
     from ``_RECIPES``. Only values that are out of range are changed."""
-    text = config.get_text_config()
+    try:
+        text = config.get_text_config()
+    except ValueError:  # several text configs (Musicgen's encoder and decoder)
+        text = config.get_text_config(decoder=True)
     vocab = getattr(text, "vocab_size", None)
     if isinstance(vocab, int) and text is not config:
         used = {v for k, v in text.to_dict().items()
@@ -636,12 +639,6 @@ def fit_config(config):
         # fills it in on the top-level config only
         text.pad_token_id = 0
     _fit_mrope(text)
-    kinds = getattr(text, "layer_types", None)
-    if isinstance(kinds, list) and kinds and "linear_attention" in kinds and \
-            "full_attention" not in kinds:
-        # hybrids whose first layers are all linear lost their attention
-        # layers to the shrink; the cache the LM builds needs one
-        kinds[-1] = "full_attention"
     for c in _audio_configs(config):
         ups, width = getattr(c, "upsample_groups", None), getattr(c, "hidden_size", None)
         if isinstance(ups, int) and isinstance(width, int) and width % ups:
@@ -1153,7 +1150,8 @@ def _rx_pix2struct(inputs, params, config, g):
 
 def _rx_fsmt(inputs, params, config, g):
     # FSMT does not derive decoder inputs from labels: teacher-force them
-    inputs["decoder_input_ids"] = inputs["labels"].clone()
+    if "labels" in inputs:
+        inputs["decoder_input_ids"] = inputs["labels"].clone()
 
 
 def _rx_gemma3n_audio(inputs, params, config, g):
