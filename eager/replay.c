@@ -241,6 +241,10 @@ void tpr_replay_record(const tpr_eager_call_t* call, uint64_t hash,
   // Where each parameter came from. A buffer that could have come from two
   // places (the same buffer in two roles) is not recorded: a later call
   // may separate them.
+  // Scalar arguments of equal value share one cached buffer (addmm's beta
+  // and alpha): the graph took one parameter per Scalar argument, in
+  // argument order, so each goes to the next Scalar argument not yet used.
+  int next_scalar = 0;
   for (int i = 0; i < num_params; i++) {
     int found = 0;
     for (int w = 0; w < num_windows; w++) {
@@ -251,16 +255,23 @@ void tpr_replay_record(const tpr_eager_call_t* call, uint64_t hash,
       srcs[i] = (param_src_t){SRC_STORAGE, w};
       found++;
     }
+    bool scalar_found = false;
     for (int a = 0; a < call->num_args; a++) {
       const tpr_eager_arg_t* ea = &call->args[a];
       if (ea->arg.kind != TPR_ARG_TENSOR) continue;
       tpr_buffer_t* b = NULL;
-      if (ea->arg.is_scalar)
+      if (ea->arg.is_scalar) {
+        if (a < next_scalar || scalar_found) continue;
         b = tpr_scalar_buffer_peek(call->device, ea->scalar_dtype, &ea->scalar);
-      else if (ea->buffer)
+      } else if (ea->buffer) {
         b = ea->buffer;
+      }
       if (!b || b != params[i]) continue;
       srcs[i] = (param_src_t){ea->arg.is_scalar ? SRC_SCALAR : SRC_BUFFER, a};
+      if (ea->arg.is_scalar) {
+        scalar_found = true;
+        next_scalar = a + 1;
+      }
       found++;
     }
     if (found != 1) goto fail;

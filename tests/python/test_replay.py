@@ -74,3 +74,17 @@ def test_a_fresh_storage_then_a_written_one():
     for _ in range(3):
         torch.add(ta, 1.0, out=out)
         torch.testing.assert_close(out.cpu(), a + 1.0)
+
+
+def test_equal_scalar_arguments_replay_by_position():
+    # addmm's beta and alpha of equal value share one uploaded scalar; a
+    # later call with different values must still get each in its place
+    m, a, b = torch.randn(3, 4), torch.randn(3, 5), torch.randn(5, 4)
+    tm, ta, tb = m.to("tpu"), a.to("tpu"), b.to("tpu")
+    with torch_tpu.execution_mode("strict"):
+        torch.addmm(tm, ta, tb)  # records the plan (beta = alpha = 1)
+        before = _replays()
+        got = [torch.addmm(tm, ta, tb, beta=be, alpha=al) for be, al in ((1, 1), (2, 3), (3, 2))]
+        assert _replays() - before == 3
+    for (be, al), g in zip(((1, 1), (2, 3), (3, 2)), got):
+        torch.testing.assert_close(g.cpu(), torch.addmm(m, a, b, beta=be, alpha=al))
