@@ -27,7 +27,7 @@ def _run(model, inputs):
 def test_flattened_patch_vision_tower_gets_matching_grid():
     model, config = _build("Qwen2_5_VisionTransformerPretrainedModel")
     inputs = zoo.make_inputs(model, config, "base")
-    vc = zoo._vision(config)
+    vc = zoo.synth._vision(config)
     grid = inputs["grid_thw"]
     assert grid.shape == (zoo.BATCH, 3)
     # one row of patches per grid cell, each a C * T * P * P vector
@@ -105,9 +105,9 @@ def test_qformer_models_get_one_placeholder_per_query():
 
 
 def test_recipes_are_sorted_and_explained():
-    keys = list(zoo._RECIPES)
+    keys = list(zoo.recipes._RECIPES)
     assert keys == sorted(keys)
-    for why, cfg, rx in zoo._RECIPES.values():
+    for why, cfg, rx in zoo.recipes._RECIPES.values():
         assert isinstance(why, str) and why and (cfg or rx)
 
 
@@ -138,17 +138,17 @@ def test_composite_text_config_gets_a_pad_id():
 def test_audio_features_take_the_encoders_width_and_layout():
     # the mel count sits in the encoder's sub-config; this encoder wants frames first
     model, config = _build("ParakeetForCTC")
-    inputs, _ = zoo._cpu_reference(model, config, "base")
+    inputs, _ = zoo.models._cpu_reference(model, config, "base")
     feats = inputs["input_features"]
     assert feats.shape[0] == zoo.BATCH and feats.shape[-1] == config.encoder_config.num_mel_bins
 
 
 def test_raw_audio_gets_whole_codec_hops_and_a_channel_dim():
     model, config = _build("DacModel")
-    inputs, _ = zoo._cpu_reference(model, config, "base")
+    inputs, _ = zoo.models._cpu_reference(model, config, "base")
     wave = inputs["input_values"]
     assert wave.dim() == 3 and wave.shape[1] == 1
-    assert wave.shape[-1] % zoo._samples(config) == 0
+    assert wave.shape[-1] % zoo.synth._samples(config) == 0
 
 
 def test_codec_upsampling_groups_follow_the_shrunk_width():

@@ -80,8 +80,8 @@ def test_ladder_builds_and_runs_on_cpu(name, model_type):
         zoo.build_level(cls, model_type, "base", "basic")
     model, config, inputs, out, level = zoo.build(cls, model_type, "base")
     assert level == "consistent"
-    assert sum(p.numel() for p in model.parameters()) < zoo._MAX_PARAMS
-    tensors = [t for t in zoo._tensors(out, []) if t.is_floating_point()]
+    assert sum(p.numel() for p in model.parameters()) < zoo.configs._MAX_PARAMS
+    tensors = [t for t in zoo.harness._tensors(out, []) if t.is_floating_point()]
     assert tensors and all(bool(torch.isfinite(t).all()) for t in tensors)
 
 

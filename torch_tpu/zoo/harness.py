@@ -1,0 +1,365 @@
+"""Running the zoo: each architecture on the CPU and on ``tpu``, compared;
+workers in subprocesses; totals and the markdown report."""
+import argparse
+import collections
+import json
+import os
+import sys
+import time
+
+from .settings import FAST_ARCHS, LM_TASKS, RTOL_SCALE, SCALE_FLOOR, SEED, TASKS, _CHUNK
+from .models import architectures, build
+
+
+def _tensors(x, out, seen=None):
+    import torch
+    seen = set() if seen is None else seen
+    if id(x) in seen:
+        return out
+    seen.add(id(x))
+    if isinstance(x, torch.Tensor):
+        out.append(x)
+    elif isinstance(x, dict):
+        for v in x.values():
+            _tensors(v, out, seen)
+    elif isinstance(x, (list, tuple)):
+        for v in x:
+            _tensors(v, out, seen)
+    return out
+
+
+def compare(got, want):
+    """None if every tensor matches within tolerance, else the first problem."""
+    import torch
+    layout = _layout_problem(got, want)
+    if layout:
+        return layout
+    for i, (a, b) in enumerate(zip(_tensors(got, []), _tensors(want, []))):
+        a = a.detach().cpu()
+        b = b.detach()
+        if not a.is_floating_point():
+            if not torch.equal(a, b):
+                return f"output {i}: integer values differ"
+            continue
+        a, b = a.double(), b.double()
+        if not torch.equal(torch.isnan(a), torch.isnan(b)):
+            return f"output {i}: NaN pattern differs"
+        a, b = a.nan_to_num(0.0), b.nan_to_num(0.0)
+        scale = max(b.abs().max().item() if b.numel() else 0.0, SCALE_FLOOR)
+        err = (a - b).abs().max().item() if b.numel() else 0.0
+        if err > RTOL_SCALE * scale:
+            return f"output {i} {list(b.shape)}: max error {err:.3g} vs scale {scale:.3g}"
+    return None
+
+
+def _fallbacks():
+    import torch
+    return dict(torch.tpu._get_cache_stats().get("fallbacks", {}))
+
+
+def _delta(before, after):
+    return {k: v - before.get(k, 0) for k, v in after.items() if v - before.get(k, 0) > 0}
+
+
+def _short(e):
+    lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+    return f"{type(e).__name__}: {' '.join(lines[:2])[:300]}"
+
+
+def _loss(out):
+    loss = getattr(out, "loss", None)
+    if loss is None and isinstance(out, dict):
+        loss = out.get("loss")
+    return loss
+
+
+def _to_tpu(model):
+    """``model.to("tpu")``, plus the tensors modules cache in plain attributes
+    during the CPU run (Mimi's codebook caches its centroids), which ``to``
+    does not move."""
+    import torch
+    model = model.to("tpu")
+    for m in model.modules():
+        for k, v in vars(m).items():
+            if isinstance(v, torch.Tensor) and v.device.type == "cpu":
+                setattr(m, k, v.to("tpu"))
+    return model
+
+
+def run_arch(name, task, model_type, verbose=False):
+    import copy
+    import warnings
+
+    import torch
+    import transformers
+    warnings.filterwarnings("ignore")
+    rec = {"task": task, "model_type": model_type}
+    try:
+        cls = getattr(transformers, name)
+        if cls.forward is torch.nn.Module.forward:
+            # containers of sub-models driven by generate() or decode helpers
+            rec.update(status="skip", not_a_model=True,
+                       reason=f"not a model: {name} defines no forward (its sub-models run "
+                              "through generate() or decode helpers)")
+            return rec
+        model, config, inputs, want, level = build(cls, model_type, task)
+        rec["shrink"] = level
+    except Exception as e:  # noqa: BLE001  (any harness failure: not counted)
+        rec.update(status="skip", reason="cpu: " + _short(e))
+        return rec
+    before = _fallbacks()
+    try:
+        tmodel = _to_tpu(copy.deepcopy(model))
+        tinputs = {k: v.to("tpu") if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
+        torch.manual_seed(SEED)  # draws from the CPU generator repeat the reference's
+        with torch.no_grad():
+            got = tmodel(**tinputs)
+        problem = compare(got, want)
+        if problem and _stochastic(model, inputs, want):
+            # sampled inside forward (MAE masking, ViLT patch sampling, vocoder
+            # noise): the devices draw different numbers, so shapes and dtypes only
+            rec.update(note="random inside forward: compared on shapes and dtypes", random=True)
+            problem = _layout_problem(got, want)
+        if problem and _matches_float64(model, inputs, got):
+            rec["note"] = f"cpu float32 was off ({problem}); tpu matches the float64 cpu result"
+            problem = None
+        rec.update(status="mismatch" if problem else "match", reason=problem or "")
+    except Exception as e:  # noqa: BLE001
+        rec.update(status="crash", reason=_short(e))
+    if task in LM_TASKS and rec["status"] != "crash":
+        rec["backward"] = _backward(model, tmodel, inputs, tinputs)
+    rec["fallbacks"] = _delta(before, _fallbacks())
+    if verbose:
+        print(name, rec, file=sys.stderr)
+    return rec
+
+
+def _layout_problem(got, want):
+    g, w = _tensors(got, []), _tensors(want, [])
+    if len(g) != len(w):
+        return f"{len(g)} output tensors, cpu gave {len(w)}"
+    for i, (a, b) in enumerate(zip(g, w)):
+        if a.shape != b.shape or a.dtype != b.dtype:
+            return f"output {i}: {a.dtype}{list(a.shape)} vs cpu {b.dtype}{list(b.shape)}"
+    return None
+
+
+def _stochastic(model, inputs, want):
+    """Whether a second CPU forward under another seed gives other outputs."""
+    import torch
+    torch.manual_seed(SEED + 7)
+    try:
+        with torch.no_grad():
+            return compare(model(**inputs), want) is not None
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def _matches_float64(model, inputs, got):
+    """Whether ``got`` matches the model run on the CPU in float64 (rounded to
+    float32). The CPU's float32 kernels are not exact either: a norm of
+    1e-24-sized values loses bits in its subnormal squares, for one. Where
+    float64 cannot run, the float32 CPU result stands."""
+    import copy
+
+    import torch
+    try:
+        m64 = copy.deepcopy(model).double()
+        in64 = {k: v.double() if isinstance(v, torch.Tensor) and v.is_floating_point() else v
+                for k, v in inputs.items()}
+        with torch.no_grad():
+            ref = _tensors(m64(**in64), [])
+    except Exception:  # noqa: BLE001
+        return False
+    g = _tensors(got, [])
+    ref = [r.to(t.dtype) if r.is_floating_point() and t.is_floating_point() else r
+           for r, t in zip(ref, g)]
+    return compare(g, ref) is None
+
+
+def _backward(model, tmodel, inputs, tinputs):
+    try:
+        loss_cpu = _loss(model(**inputs))
+        if loss_cpu is None:
+            return {"status": "skip", "reason": "no loss"}
+        loss_cpu.backward()
+    except Exception as e:  # noqa: BLE001
+        return {"status": "skip", "reason": "cpu: " + _short(e)}
+    try:
+        _loss(tmodel(**tinputs)).backward()
+        names = dict(model.named_parameters())
+        for n, p in tmodel.named_parameters():
+            ref = names[n].grad
+            if (p.grad is None) != (ref is None):
+                return {"status": "mismatch", "reason": f"{n}: grad presence differs"}
+            if ref is not None:
+                problem = compare(p.grad, ref)
+                if problem:
+                    return {"status": "mismatch", "reason": f"{n}: {problem}"}
+        return {"status": "match"}
+    except Exception as e:  # noqa: BLE001
+        return {"status": "crash", "reason": _short(e)}
+
+
+def _worker(args):
+    import torch  # noqa: F401
+
+    import torch_tpu  # noqa: F401
+    rows = json.loads(args.rows)
+    with open(args.result, "a") as out:
+        for i in range(args.start, min(args.end, len(rows))):
+            name, task, model_type = rows[i]
+            out.write(json.dumps({"begin": i}) + "\n")
+            out.flush()
+            t0 = time.time()
+            rec = run_arch(name, task, model_type, args.verbose)
+            rec["seconds"] = round(time.time() - t0, 1)
+            out.write(json.dumps({"done": i, "arch": name, "result": rec}) + "\n")
+            out.flush()
+
+
+def _drive(args, rows):
+    from .. import _isolate
+    rows_path = args.json + ".rows"
+    with open(rows_path, "w") as f:
+        json.dump(rows, f)
+
+    def command(start, end):
+        return [sys.executable, "-m", "torch_tpu.zoo", "--worker", "--start", str(start),
+                "--end", str(end), "--rows", rows_path, "--result", args.json + ".partial"] + \
+            (["-v"] if args.verbose else [])
+
+    def lost(i, why):
+        name, task, model_type = rows[i]
+        if why == "hung":
+            why = f"hung (no result in {args.timeout} s)"
+        return {"arch": name, "result": {"task": task, "model_type": model_type,
+                                         "status": "crash", "reason": why, "fallbacks": {}}}
+
+    done = _isolate.run(command, len(rows), args.json + ".partial", args.timeout, lost,
+                        chunk=_CHUNK)
+    os.replace(args.json + ".partial", args.json)
+    os.remove(rows_path)
+    return {rec["arch"]: rec["result"] for rec in done}
+
+
+def totals(results):
+    """Counts and rates: forward over architectures the CPU ran; backward over causal LMs."""
+    fwd = collections.Counter(r["status"] for r in results.values())
+    counted = fwd["match"] + fwd["mismatch"] + fwd["crash"]
+    bwd = collections.Counter(r["backward"]["status"] for r in results.values()
+                              if r["task"] == "causal-lm" and "backward" in r)
+    bwd["crash"] += sum(1 for r in results.values() if r["task"] == "causal-lm"
+                        and r["status"] == "crash")
+    bcounted = bwd["match"] + bwd["mismatch"] + bwd["crash"]
+    fallbacks = collections.Counter()
+    for r in results.values():
+        for op in r.get("fallbacks", {}):
+            fallbacks[op] += 1
+    pct = lambda a, b: 100.0 * a / b if b else 0.0  # noqa: E731
+    return {
+        "random": sum(1 for r in results.values() if r.get("random")),
+        "architectures": len(results), "skipped": fwd["skip"], "counted": counted,
+        "match": fwd["match"], "mismatch": fwd["mismatch"], "crash": fwd["crash"],
+        "ran_pct": pct(fwd["match"] + fwd["mismatch"], counted), "match_pct": pct(fwd["match"], counted),
+        "causal_backward_counted": bcounted, "causal_backward_match": bwd["match"],
+        "causal_backward_pct": pct(bwd["match"], bcounted), "fallback_ops": dict(fallbacks),
+    }
+
+
+def report(results):
+    t = totals(results)
+    lines = [
+        f"Architectures: {t['architectures']} ({t['skipped']} skipped: the harness could not run "
+        f"them on the CPU), counted: {t['counted']}",
+        f"Forward ran on tpu: {t['match'] + t['mismatch']}/{t['counted']} ({t['ran_pct']:.1f}%); "
+        f"matched the CPU: {t['match']}/{t['counted']} ({t['match_pct']:.1f}%); "
+        f"mismatch: {t['mismatch']}; crash: {t['crash']}; of the matches, {t['random']} sample "
+        f"inside forward and were compared on shapes and dtypes only",
+        f"Causal-LM backward matched the CPU: {t['causal_backward_match']}/"
+        f"{t['causal_backward_counted']} ({t['causal_backward_pct']:.1f}%)",
+        "Ops that fell back to the CPU (architectures using them): " +
+        (", ".join(f"{k} ({v})" for k, v in sorted(t["fallback_ops"].items(), key=lambda kv: -kv[1]))
+         or "none"),
+    ]
+    return "\n".join(lines)
+
+
+def by_task(results):
+    rows = ["| task | architectures | skipped | counted | ran | matched |", "|---|---|---|---|---|---|"]
+    for task, _ in TASKS:
+        rs = [r for r in results.values() if r["task"] == task]
+        c = collections.Counter(r["status"] for r in rs)
+        counted = c["match"] + c["mismatch"] + c["crash"]
+        rows.append(f"| {task} | {len(rs)} | {c['skip']} | {counted} | "
+                    f"{c['match'] + c['mismatch']} | {c['match']} |")
+    return "\n".join(rows)
+
+
+def details(results):
+    rows = ["| architecture | task | forward | backward | fallbacks | problem |",
+            "|---|---|---|---|---|---|"]
+    for name in sorted(results):
+        r = results[name]
+        b = r.get("backward", {})
+        reason = r.get("reason") or b.get("reason") or r.get("note", "")
+        rows.append(f"| {name} | {r['task']} | {r['status']} | {b.get('status', '-')} | "
+                    f"{', '.join(sorted(r.get('fallbacks', {})))} | "
+                    f"{reason.replace('|', '/')[:160]} |")
+    return "\n".join(rows)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description="Hugging Face model zoo on tpu against the CPU.")
+    ap.add_argument("--fast", action="store_true", help="the CI slice")
+    ap.add_argument("--archs", default="", help="comma-separated model class names")
+    ap.add_argument("--tasks", default="", help="comma-separated task labels (see TASKS)")
+    ap.add_argument("--every", type=int, default=1,
+                    help="run every N-th architecture of the sorted list (a spread sample)")
+    ap.add_argument("--report", default="", help="only write the report from this results JSON "
+                    "(a finished run or its .partial file)")
+    ap.add_argument("--timeout", type=int, default=300, help="seconds on one architecture = hung")
+    ap.add_argument("--json", default="zoo.json")
+    ap.add_argument("--markdown", default="", help="write the report here")
+    ap.add_argument("-v", "--verbose", action="store_true")
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--start", type=int, default=0, help=argparse.SUPPRESS)
+    ap.add_argument("--end", type=int, default=1 << 30, help=argparse.SUPPRESS)
+    ap.add_argument("--rows", default="", help=argparse.SUPPRESS)
+    ap.add_argument("--result", default="", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.worker:
+        with open(args.rows) as f:
+            args.rows = f.read()
+        return _worker(args)
+    os.environ.setdefault("TORCH_DEVICE_BACKEND_AUTOLOAD", "1")
+    rows = architectures(set(t for t in args.tasks.split(",") if t))
+    wanted = set(FAST_ARCHS) if args.fast else set(a for a in args.archs.split(",") if a)
+    if wanted:
+        unknown = wanted - {r[0] for r in rows}
+        if unknown:
+            ap.error("not in the auto mappings: " + ", ".join(sorted(unknown)))
+        rows = [r for r in rows if r[0] in wanted]
+    rows = rows[::args.every]
+    if args.report:
+        return _write_report(args, _load(args.report), elapsed=None)
+    t0 = time.time()
+    results = _drive(args, rows)
+    return _write_report(args, results, time.time() - t0)
+
+
+def _load(path):
+    with open(path) as f:
+        return {rec["arch"]: rec["result"] for rec in map(json.loads, f) if "done" in rec}
+
+
+def _write_report(args, results, elapsed):
+    took = f", {elapsed / 60:.0f} min" if elapsed is not None else ""
+    print(report(results) + f"\n({len(results)} architectures{took})")
+    if args.markdown:
+        text = ["# Hugging Face model zoo on tpu vs CPU",
+                f"Command: `python -m torch_tpu.zoo {' '.join(sys.argv[1:])}`{took}",
+                *report(results).splitlines(), by_task(results), details(results)]
+        with open(args.markdown, "w") as f:
+            f.write("\n\n".join(text) + "\n")
+    return 0

@@ -1,0 +1,459 @@
+"""Per-model-type recipes (``_RECIPES``): a config fix applied after the
+shrink and/or an input fix, each with its reason."""
+
+from .settings import BATCH, DEC_SEQ, IMAGE, SEQ
+from .synth import (
+    _boxes, _free_token, _image_hw, _sub, _token_id, _video, _vision, _with_placeholders
+)
+
+
+# model_type -> (why, config fix or None, input fix or None); the input fix
+# gets (inputs, forward parameters, config, generator) and edits ``inputs``
+def _cfg_forecast(config):
+    if config.prediction_length is None:
+        config.prediction_length = 4
+    if config.context_length is None:
+        config.context_length = 8
+
+
+def _cfg_autoformer(config):
+    _cfg_forecast(config)
+    # the decoder starts from the last label_length steps of the context
+    config.context_length = max(config.context_length, config.label_length)
+
+
+def _cfg_bros(config):
+    # box embeddings are added per attention head
+    config.dim_bbox_projection = config.hidden_size // config.num_attention_heads
+
+
+def _cfg_codebook(config):
+    config.codebook_dim = config.hidden_size
+
+
+def _cfg_clap(config):
+    ac = config.audio_config
+    # the Swin-style audio tower doubles its width per stage
+    ac.hidden_size = ac.patch_embeds_hidden_size * 2 ** (len(ac.depths) - 1)
+
+
+def _cfg_qsa(config):
+    # the sparse-attention indexer's sizes come with checkpoints (all None by
+    # default): one kv head, heads as wide as the rotary part, a budget of
+    # whole compressed blocks within the synthesised sequence
+    text = config.get_text_config()
+    if text.indexer_head_dim is None:
+        text.indexer_n_heads = text.indexer_n_heads or 2
+        text.indexer_kv_heads = 1
+        text.indexer_head_dim = text.head_dim
+        text.indexer_compress_ratio = 2
+        text.indexer_budget = 4
+
+
+def _cfg_query_placeholder(config):
+    text = config.get_text_config()
+    if getattr(text, "word_embed_proj_dim", None) is not None:
+        # OPT embeds at its own width; the queries are projected to hidden_size
+        text.word_embed_proj_dim = text.hidden_size
+    # checkpoints set the id the processor expands to one token per query
+    for name in ("image_token_index", "video_token_index"):
+        if hasattr(config, name) and getattr(config, name) is None:
+            setattr(config, name, _free_token(config))
+
+
+def _cfg_xcodec(config):
+    # the quantiser sees acoustic and semantic features side by side
+    config.codebook_dim = config.acoustic_model_config.hidden_size + \
+        config.semantic_model_config.hidden_size
+
+
+def _cfg_lfm2_moe(config):
+    # checkpoints list the layer kinds (the default leaves them out):
+    # short convolutions with an attention layer last
+    if config.layer_types is None:
+        n = config.num_hidden_layers
+        config.layer_types = ["conv"] * (n - 1) + ["full_attention"]
+
+
+def _cfg_mobilebert(config):
+    # the MLM head widens the embedding back to the hidden size
+    config.embedding_size = min(config.embedding_size, config.hidden_size)
+
+
+def _cfg_perceiver(config):
+    # the Fourier and conv preprocessors' channel counts (image plus position
+    # features, e.g. 261) are rarely a multiple of the cross-attention heads
+    config.num_cross_attention_heads = 1
+    # the masked-LM decoder predicts every position of its table: size it to
+    # the synthesised sequence so labels line up
+    config.max_position_embeddings = SEQ
+
+
+def _cfg_pi0(config):
+    # the PaliGemma inside projects image features to its LM's width
+    vlm = config.vlm_config
+    vlm.vision_config.projection_dim = vlm.text_config.hidden_size
+
+
+def _cfg_vision_start(config):
+    # the thinker's multimodal rope reads an id its default config leaves out
+    if getattr(config, "vision_start_token_id", None) is None:
+        config.vision_start_token_id = _free_token(config)
+
+
+def _rx_audio_channels(inputs, params, config, g):
+    import torch
+    ch = getattr(config, "audio_channels", None) or 1
+    inputs["input_values"] = torch.randn(BATCH, ch, 1920, generator=g)
+
+
+def _rx_ast(inputs, params, config, g):
+    import torch
+    inputs["input_values"] = torch.randn(BATCH, config.max_length, config.num_mel_bins,
+                                         generator=g)
+
+
+def _rx_blip_qformer(inputs, params, config, g):
+    import torch
+    inputs["encoder_hidden_states"] = torch.randn(BATCH, 16, config.encoder_hidden_size,
+                                                  generator=g)
+
+
+def _rx_bros(inputs, params, config, g):
+    # quadrilaterals (four corners) in [0, 1], as the processor normalises them
+    b = _boxes(inputs["input_ids"].shape[1], g).float() / 1000
+    x0, y0, x1, y1 = b.unbind(-1)
+    import torch
+    inputs["bbox"] = torch.stack([x0, y0, x1, y0, x1, y1, x0, y1], -1)
+
+
+def _rx_clap(inputs, params, config, g):
+    import torch
+    ac = config.audio_config
+    inputs["input_features"] = torch.randn(BATCH, 1, ac.spec_size, ac.num_mel_bins, generator=g)
+    inputs["is_longer"] = torch.zeros(BATCH, 1, dtype=torch.bool)
+
+
+def _rx_decision(inputs, params, config, g):
+    import torch
+    n = SEQ
+    inputs.update(states=torch.randn(BATCH, n, config.state_dim, generator=g),
+                  actions=torch.randn(BATCH, n, config.act_dim, generator=g),
+                  rewards=torch.randn(BATCH, n, 1, generator=g),
+                  returns_to_go=torch.randn(BATCH, n, 1, generator=g),
+                  timesteps=torch.arange(n).repeat(BATCH, 1),
+                  attention_mask=torch.ones(BATCH, n, dtype=torch.long))
+
+
+def _rx_fun_asr(inputs, params, config, g):
+    import torch
+    # low-frame-rate features: num_stacked_frames mel frames per vector
+    frames = 20
+    dim = config.num_mel_bins * config.num_stacked_frames
+    inputs["input_features"] = torch.randn(BATCH, frames, dim, generator=g)
+    inputs["input_features_mask"] = torch.ones(BATCH, frames, dtype=torch.long)
+
+
+def _rx_query_placeholders(inputs, params, config, g):
+    tok = getattr(config, "image_token_index", None)
+    if tok is None:
+        tok = getattr(config, "video_token_index", None)
+    if "input_ids" in inputs and tok is not None:
+        _with_placeholders(inputs, params, tok, config.num_query_tokens, g)
+
+
+def _rx_granite_speech5(inputs, params, config, g):
+    import torch
+    c = getattr(config, "encoder_config", None) or config
+    inputs["input_features"] = torch.randn(BATCH, 100, 4 * c.num_mel_bins, generator=g)
+
+
+def _rx_instructblipvideo(inputs, params, config, g):
+    inputs["pixel_values"] = _video(config, g, frames=4)
+    _rx_query_placeholders(inputs, params, config, g)
+    # each frame contributes its own query tokens
+    ids = inputs["input_ids"]
+    tok = config.video_token_index
+    extra = 3 * config.num_query_tokens
+    import torch
+    inputs["input_ids"] = torch.cat([ids[:, :2], torch.full((ids.shape[0], extra), tok), ids[:, 2:]], 1)
+    for k in ("attention_mask", "labels"):
+        if k in inputs:
+            inputs[k] = torch.ones_like(inputs["input_ids"]) if k == "attention_mask" \
+                else inputs["input_ids"].clone()
+
+
+def _rx_dflash(inputs, params, config, g):
+    import torch
+    # a block of noised embeddings drafted against the target model's context
+    # (its selected layers' hidden states side by side)
+    width = config.hidden_size
+    inputs["noise_embeds"] = torch.randn(BATCH, config.block_size, width, generator=g)
+    inputs["context_hidden_states"] = torch.randn(
+        BATCH, SEQ, width * len(config.target_layer_ids), generator=g)
+
+
+def _rx_gemma4_vision(inputs, params, config, g):
+    import torch
+    # flattened patches with their (x, y) grid positions; the grid is whole
+    # pooling windows, as the pooler averages k x k patches into one token
+    side = 2 * config.pooling_kernel_size
+    p = config.patch_size
+    inputs["pixel_values"] = torch.rand(BATCH, side * side, 3 * p * p, generator=g)
+    ys, xs = torch.meshgrid(torch.arange(side), torch.arange(side), indexing="ij")
+    pos = torch.stack([xs.flatten(), ys.flatten()], -1)
+    inputs["pixel_position_ids"] = pos.expand(BATCH, -1, -1).clone()
+
+
+def _rx_idefics(inputs, params, config, g):
+    import torch
+    if "pixel_values" in inputs and "input_ids" in inputs:
+        # (batch, images, c, h, w): one image per example, which every token
+        # may cross-attend to
+        inputs["pixel_values"] = inputs["pixel_values"][:, None]
+        seq = inputs["input_ids"].shape[1]
+        inputs["image_attention_mask"] = torch.ones(BATCH, seq, 1, dtype=torch.long)
+
+
+def _rx_image_pair(inputs, params, config, g):
+    import torch
+    ch = _sub(config, "num_channels", 3)
+    inputs["pixel_values"] = torch.randn(BATCH, 2, ch, *_image_hw(config, IMAGE), generator=g)
+
+
+def _rx_kosmos2(inputs, params, config, g):
+    import torch
+    if "input_ids" not in inputs:
+        return
+    # the resampled image queries replace the tokens the mask marks
+    n = config.latent_query_num
+    ids = _with_placeholders(inputs, params, _free_token(config), n, g)
+    mask = torch.zeros_like(ids)
+    mask[:, 2:2 + n] = 1
+    inputs["image_embeds_position_mask"] = mask
+
+
+def _rx_oneformer(inputs, params, config, g):
+    import torch
+    # the tokenised task prompt ("the task is semantic"), padded to its length
+    inputs["task_inputs"] = torch.randint(4, 64, (BATCH, config.task_seq_len), generator=g)
+
+
+def _rx_perceiver(inputs, params, config, g):
+    import torch
+    if "input_ids" not in params and "pixel_values" not in params:
+        # the bare model has no preprocessor: inputs are already d_model wide
+        inputs["inputs"] = torch.randn(BATCH, SEQ, config.d_model, generator=g)
+
+
+def _rx_pi0(inputs, params, config, g):
+    import torch
+    steps = 4  # a short action chunk
+    if "state" in params:
+        inputs["state"] = torch.randn(BATCH, config.max_state_dim, generator=g)
+        inputs["noise"] = torch.randn(BATCH, steps, config.max_action_dim, generator=g)
+        inputs["timestep"] = torch.rand(BATCH, generator=g)
+    elif "action_embeds" in params:
+        # the state token followed by the noised actions, embedded
+        inputs["action_embeds"] = torch.randn(BATCH, 1 + steps, config.dit_config.hidden_size,
+                                              generator=g)
+    vlm = config.vlm_config
+    vc = vlm.vision_config
+    if "input_ids" in inputs and "pixel_values" in params:
+        # one camera per example; its patches' placeholders lead the prompt
+        side = vc.image_size
+        inputs["pixel_values"] = torch.randn(BATCH, 1, vc.num_channels, side, side, generator=g)
+        inputs["pixel_attention_mask"] = torch.ones(BATCH, 1, dtype=torch.bool)
+        _with_placeholders(inputs, params, vlm.image_token_id, (side // vc.patch_size) ** 2, g)
+
+
+def _rx_pix2struct(inputs, params, config, g):
+    import torch
+    vc = _vision(config)
+    side = 4
+    # each patch vector is prefixed by its 1-based (row, column)
+    rows, cols = torch.meshgrid(torch.arange(1, side + 1), torch.arange(1, side + 1),
+                                indexing="ij")
+    idx = torch.stack([rows.flatten(), cols.flatten()], -1).float().expand(BATCH, -1, -1)
+    patches = torch.randn(BATCH, side * side, vc.patch_embed_hidden_size, generator=g)
+    inputs["flattened_patches"] = torch.cat([idx, patches], -1)
+    inputs.pop("pixel_values", None)
+
+
+def _rx_fsmt(inputs, params, config, g):
+    # FSMT does not derive decoder inputs from labels: teacher-force them
+    if "labels" in inputs:
+        inputs["decoder_input_ids"] = inputs["labels"].clone()
+
+
+def _rx_gemma3n_audio(inputs, params, config, g):
+    import torch
+    inputs["audio_mel"] = torch.randn(BATCH, 64, config.input_feat_size, generator=g)
+    inputs["audio_mel_mask"] = torch.zeros(BATCH, 64, dtype=torch.bool)  # True = padding
+
+
+def _rx_seggpt(inputs, params, config, g):
+    import torch
+    h, w = config.image_size
+    h //= 2  # the model stacks prompt and input into one image of image_size
+    for k in ("pixel_values", "prompt_pixel_values", "prompt_masks"):
+        inputs[k] = torch.randn(BATCH, config.num_channels, h, w, generator=g)
+
+
+def _rx_speecht5(inputs, params, config, g):
+    import torch
+    if "decoder_input_values" in params:
+        # the bare model has no pre-nets: both sides take hidden states
+        inputs["input_values"] = torch.randn(BATCH, SEQ, config.hidden_size, generator=g)
+        inputs["decoder_input_values"] = torch.randn(BATCH, DEC_SEQ, config.hidden_size,
+                                                     generator=g)
+
+
+def _rx_siglip2(inputs, params, config, g):
+    import torch
+    side = 4  # patches per side of the (unpadded) image
+    p = config.patch_size
+    inputs["pixel_values"] = torch.randn(BATCH, side * side, config.num_channels * p * p,
+                                         generator=g)
+    inputs["pixel_attention_mask"] = torch.ones(BATCH, side * side, dtype=torch.long)
+    inputs["spatial_shapes"] = torch.tensor([[side, side]] * BATCH)
+
+
+def _rx_vibevoice_dec(inputs, params, config, g):
+    import torch
+    inputs["hidden_states"] = torch.randn(BATCH, config.hidden_size, 4, generator=g)
+
+
+def _rx_vibevoice_enc(inputs, params, config, g):
+    import torch
+    hop = 1
+    for r in config.downsampling_ratios:
+        hop *= r
+    inputs["hidden_states"] = torch.randn(BATCH, config.channels, 2 * hop, generator=g)
+
+
+def _rx_videollama3(inputs, params, config, g):
+    import torch
+    inputs["merge_sizes"] = torch.ones(BATCH, dtype=torch.long)
+
+
+def _rx_kyutai(inputs, params, config, g):
+    import torch
+    # every step carries a text token and one code per audio codebook
+    ids = inputs["input_ids"]
+    codes = torch.randint(0, config.codebook_vocab_size, (*ids.shape, config.num_codebooks),
+                          generator=g)
+    inputs["input_ids"] = torch.cat([ids[..., None], codes], -1)
+
+
+def _rx_lxmert(inputs, params, config, g):
+    import torch
+    inputs["visual_feats"] = torch.randn(BATCH, 4, config.visual_feat_dim, generator=g)
+    inputs["visual_pos"] = torch.rand(BATCH, 4, config.visual_pos_dim, generator=g)
+
+
+def _rx_mask_features(inputs, params, config, g):
+    import torch
+    feats = inputs["input_features"]
+    inputs["input_features_mask"] = torch.ones(feats.shape[0], feats.shape[-1], dtype=torch.long)
+
+
+def _rx_video_pixels(inputs, params, config, g):
+    inputs["pixel_values"] = _video(config, g)
+
+
+def _rx_vision_start(inputs, params, config, g):
+    image = _token_id(config, "image")
+    ids = inputs.get("input_ids")
+    if ids is not None and image is not None and (ids[:, 2] == image).all():
+        # rope indexing counts the images that follow a vision-start token
+        ids[:, 1] = config.vision_start_token_id
+
+
+def _rx_vjepa2(inputs, params, config, g):
+    inputs["pixel_values_videos"] = _video(config, g, frames=2 * config.tubelet_size)
+
+
+def _rx_xmod(inputs, params, config, g):
+    import torch
+    inputs["lang_ids"] = torch.zeros(BATCH, dtype=torch.long)
+
+
+_RECIPES = {
+    "audio-spectrogram-transformer": ("the spectrogram (batch, frames, mel) fills its "
+                                      "position table", None, _rx_ast),
+    "audioflamingo3_encoder": ("the encoder takes its frame mask", None, _rx_mask_features),
+    "autoformer": ("forecasts need a horizon and a context at least the label window",
+                   _cfg_autoformer, None),
+    "blip-2": ("one placeholder per Q-Former query", _cfg_query_placeholder,
+               _rx_query_placeholders),
+    "blip_2_qformer": ("the Q-Former cross-attends to image features", None, _rx_blip_qformer),
+    "bros": ("boxes are quadrilaterals; their embedding is per head", _cfg_bros, _rx_bros),
+    "clap": ("audio is a (batch, 1, time, mel) spectrogram; the tower's width doubles per stage",
+             _cfg_clap, _rx_clap),
+    "decision_transformer": ("trajectories of states, actions, rewards, returns", None,
+                             _rx_decision),
+    "efficientloftr": ("matches a pair of images: (batch, 2, channels, h, w)", None,
+                       _rx_image_pair),
+    "encodec": ("audio is (batch, channels, samples); codes have the encoder's width",
+                _cfg_codebook, _rx_audio_channels),
+    "fsmt": ("labels are not shifted into decoder inputs", None, _rx_fsmt),
+    "fun_asr_nano_encoder": ("stacked low-frame-rate features and their mask", None, _rx_fun_asr),
+    "gemma3n_audio": ("mel frames and their padding mask", None, _rx_gemma3n_audio),
+    "gemma4_vision": ("flattened patches and their (x, y) positions, whole pooling windows",
+                      None, _rx_gemma4_vision),
+    "granite_speech5_ctc": ("mel frames come delta-expanded and stacked in pairs (4x mel)",
+                            None, _rx_granite_speech5),
+    "granite_speech5_encoder": ("mel frames come delta-expanded and stacked in pairs (4x mel)",
+                                None, _rx_granite_speech5),
+    "idefics": ("images per example, and which tokens cross-attend to them", None, _rx_idefics),
+    "informer": ("forecasts need a horizon and a context", _cfg_forecast, None),
+    "instructblip": ("one placeholder per Q-Former query", _cfg_query_placeholder,
+                     _rx_query_placeholders),
+    "instructblipvideo": ("clips of frames; one placeholder per query per frame",
+                          _cfg_query_placeholder, _rx_instructblipvideo),
+    "kosmos-2": ("image queries replace the tokens a position mask marks", None, _rx_kosmos2),
+    "kyutai_speech_to_text": ("steps are a text token and one code per codebook", None,
+                              _rx_kyutai),
+    "lfm2_moe": ("layer kinds are left to checkpoints", _cfg_lfm2_moe, None),
+    "lightglue": ("matches a pair of images: (batch, 2, channels, h, w)", None, _rx_image_pair),
+    "lxmert": ("region features and boxes stand in for a detector", None, _rx_lxmert),
+    "mimi_encoder": ("audio is (batch, channels, samples)", None, _rx_audio_channels),
+    "mobilebert": ("embeddings are at most as wide as the hidden state", _cfg_mobilebert, None),
+    "muse_glimmer_assistant": ("a drafter: noised block embeddings and the target's context",
+                               None, _rx_dflash),
+    "oneformer": ("a tokenised task prompt conditions the segmentation", None, _rx_oneformer),
+    "perceiver": ("preprocessor-free inputs; head counts and decoder length fit the inputs",
+                  _cfg_perceiver, _rx_perceiver),
+    "pi0": ("a robot state and a noised action chunk at a denoising time; camera images",
+            _cfg_pi0, _rx_pi0),
+    "pix2struct": ("variable-resolution patches, each prefixed by its (row, column)", None,
+                   _rx_pix2struct),
+    "pocket_tts_audio_tokenizer_encoder": ("audio is (batch, channels, samples)", None,
+                                           _rx_audio_channels),
+    "qwen2_5_omni_thinker": ("images follow a vision-start token the default omits",
+                             _cfg_vision_start, _rx_vision_start),
+    "qwen3_asr_encoder": ("the encoder takes its frame mask", None, _rx_mask_features),
+    "qwen3_omni_moe_thinker": ("images follow a vision-start token the default omits",
+                               _cfg_vision_start, _rx_vision_start),
+    "qwen4_exp": ("sparse-attention indexer sizes are left to checkpoints", _cfg_qsa, None),
+    "qwen4_exp_text": ("sparse-attention indexer sizes are left to checkpoints", _cfg_qsa, None),
+    "seggpt": ("an image, a prompt image and its mask at the configured size", None, _rx_seggpt),
+    "siglip2_vision_model": ("NaFlex patches with their mask and grid", None, _rx_siglip2),
+    "speecht5": ("the bare model has no pre-nets: it takes hidden states", None, _rx_speecht5),
+    "time_series_transformer": ("forecasts need a horizon and a context", _cfg_forecast, None),
+    "timesformer": ("clips are (batch, frames, channels, h, w)", None, _rx_video_pixels),
+    "vibevoice_acoustic_tokenizer_decoder": ("latents are (batch, width, frames)", None,
+                                             _rx_vibevoice_dec),
+    "vibevoice_acoustic_tokenizer_encoder": ("audio is (batch, channels, samples), whole hops",
+                                             None, _rx_vibevoice_enc),
+    "video_llama_3_vision": ("patches are not merged (merge size 1 per image)", None,
+                             _rx_videollama3),
+    "videomae": ("clips are (batch, frames, channels, h, w)", None, _rx_video_pixels),
+    "vivit": ("clips are (batch, frames, channels, h, w)", None, _rx_video_pixels),
+    "vjepa2": ("two tubelets of frames keep the clip small", None, _rx_vjepa2),
+    "xclip": ("clips are (batch, frames, channels, h, w)", None, _rx_video_pixels),
+    "xcodec": ("mono audio is (batch, 1, samples); codes span both encoders", _cfg_xcodec,
+               _rx_audio_channels),
+    "xmod": ("each example names its language adapter", None, _rx_xmod),
+}
