@@ -299,7 +299,7 @@ tpr_status_t tpr_replay_run(const tpr_eager_call_t* call, uint64_t hash,
   *ran = false;
   plan_t* p = find_plan(hash);
   if (!p) return tpr_ok_status();
-  enum { kLocal = 16 };
+  enum { kLocal = 64 };  // (foreach ops over a few parameters)
   tpr_buffer_t* local_params[kLocal];
   tpr_buffer_t* local_results[kLocal];
   if (p->num_params > kLocal || p->num_results > kLocal) return tpr_ok_status();
