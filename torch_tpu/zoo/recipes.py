@@ -31,6 +31,29 @@ def _cfg_codebook(config):
     config.codebook_dim = config.hidden_size
 
 
+def _image_vocabulary(config, codes, name):
+    """A vocabulary map for VQ image models (the checkpoint's tokenizer
+    provides it): ``<image>`` and ``codes`` image tokens named by ``name(i)``
+    at the top of the text vocabulary, below its last id."""
+    vocab = config.get_text_config().vocab_size
+    base = vocab - codes - 2
+    config.vocabulary_map = {"<image>": vocab - 1,
+                             **{name(i): base + i for i in range(codes)}}
+    config.image_token_id = vocab - 1
+
+
+def _cfg_chameleon(config):
+    config.vq_config.num_embeddings = 64
+    # code 12 is named IMGIMGBCZ: digits spelled as letters A-J
+    _image_vocabulary(config, 64, lambda i: "IMGIMG" + "".join(chr(ord("A") + int(d))
+                                                               for d in str(i)) + "Z")
+
+
+def _cfg_emu3(config):
+    config.vq_config.codebook_size = 64
+    _image_vocabulary(config, 64, lambda i: f"<|visual token{i:06d}|>")
+
+
 def _cfg_clap(config):
     ac = config.audio_config
     # the Swin-style audio tower doubles its width per stage
@@ -389,12 +412,14 @@ _RECIPES = {
                _rx_query_placeholders),
     "blip_2_qformer": ("the Q-Former cross-attends to image features", None, _rx_blip_qformer),
     "bros": ("boxes are quadrilaterals; their embedding is per head", _cfg_bros, _rx_bros),
+    "chameleon": ("the image vocabulary map comes with checkpoints", _cfg_chameleon, None),
     "clap": ("audio is a (batch, 1, time, mel) spectrogram; the tower's width doubles per stage",
              _cfg_clap, _rx_clap),
     "decision_transformer": ("trajectories of states, actions, rewards, returns", None,
                              _rx_decision),
     "efficientloftr": ("matches a pair of images: (batch, 2, channels, h, w)", None,
                        _rx_image_pair),
+    "emu3": ("the image vocabulary map comes with checkpoints", _cfg_emu3, None),
     "encodec": ("audio is (batch, channels, samples); codes have the encoder's width",
                 _cfg_codebook, _rx_audio_channels),
     "fsmt": ("labels are not shifted into decoder inputs", None, _rx_fsmt),
