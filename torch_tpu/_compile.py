@@ -233,9 +233,9 @@ class _Builder:
         else:
             self.env[node] = ids[0] if ids else None
 
-    def build(self, lazy=False):
-        """The graph as a TpuOutputCode; |lazy|: its executable is fetched at
-        the first call."""
+    def _lower_nodes(self):
+        """Lowers every node in graph order (constants kept aside); returns
+        the output node's values."""
         self.mutations = []
         outputs = None
         for node in self.gm.graph.nodes:
@@ -250,6 +250,12 @@ class _Builder:
                 outputs = node.args[0]
             else:
                 raise TpuCompileError(f"{self.name}: unsupported FX node {node.op} {node.target}")
+        return outputs
+
+    def build(self, lazy=False):
+        """The graph as a TpuOutputCode; |lazy|: its executable is fetched at
+        the first call."""
+        outputs = self._lower_nodes()
         layout, fresh = [], 0
         for o in outputs:
             if isinstance(o, torch.fx.Node) and o in self.constants:
@@ -555,18 +561,7 @@ class _BucketBuilder(_Builder):
         return t
 
     def build(self):
-        self.mutations = []
-        outputs = None
-        for node in self.gm.graph.nodes:
-            if node.op == "placeholder":
-                continue
-            if node.op == "get_attr":
-                t = getattr(self.gm, node.target)
-                self.constants[node] = t.detach().cpu() if isinstance(t, torch.Tensor) else t
-            elif node.op == "call_function":
-                self.lower_node(node)
-            elif node.op == "output":
-                outputs = node.args[0]
+        outputs = self._lower_nodes()
         if self.mutations:
             raise TpuCompileError(f"{self.name}: input mutations are not supported on "
                                   f"bucketed (bounded dynamic) sizes")

@@ -133,6 +133,19 @@ static tpr_status_t run_padded(tpr_client_t* c, tpr_executable_t* exe, int n,
   return s;
 }
 
+// run_padded for a program with |num_out| (at most 2) scalar f32 results,
+// read back into |got|.
+static tpr_status_t run_padded_scalars(tpr_client_t* c, tpr_executable_t* exe,
+                                       int n, float garbage, int num_out,
+                                       float* got) {
+  tpr_buffer_t* out[2] = {NULL, NULL};
+  tpr_status_t s = run_padded(c, exe, n, garbage, out);
+  for (int i = 0; i < num_out && tpr_status_is_ok(s); i++)
+    s = tpr_buffer_to_host(out[i], &got[i], 4);
+  for (int i = 0; i < num_out; i++) tpr_buffer_release(out[i]);
+  return s;
+}
+
 static const float kGarbage[] = {0.0f, 1e30f, NAN, INFINITY, -7.0f};
 #define NUM_GARBAGE (sizeof kGarbage / sizeof kGarbage[0])
 
@@ -267,13 +280,9 @@ TPR_TEST(bounded_sum_and_mean_ignore_padding) {
   for (size_t i = 0; i < NUM_SIZES; i++) {
     for (size_t g = 0; g < NUM_GARBAGE; g++) {
       int n = kSizes[i];
-      tpr_buffer_t* out[2];
-      CHECK_OK(run_padded(c, exe, n, kGarbage[g], out));
-      float sum, mean;
-      CHECK_OK(tpr_buffer_to_host(out[0], &sum, 4));
-      CHECK_OK(tpr_buffer_to_host(out[1], &mean, 4));
-      tpr_buffer_release(out[0]);
-      tpr_buffer_release(out[1]);
+      float r[2];
+      CHECK_OK(run_padded_scalars(c, exe, n, kGarbage[g], 2, r));
+      float sum = r[0], mean = r[1];
       float x[B];
       fill_padded(x, n, 0);
       double want = 0;
@@ -297,11 +306,8 @@ TPR_TEST(bounded_dot_ignores_padding) {
   for (size_t i = 0; i < NUM_SIZES; i++) {
     for (size_t g = 0; g < NUM_GARBAGE; g++) {
       int n = kSizes[i];
-      tpr_buffer_t* out;
-      CHECK_OK(run_padded(c, exe, n, kGarbage[g], &out));
       float got;
-      CHECK_OK(tpr_buffer_to_host(out, &got, 4));
-      tpr_buffer_release(out);
+      CHECK_OK(run_padded_scalars(c, exe, n, kGarbage[g], 1, &got));
       float x[B];
       fill_padded(x, n, 0);
       double want = 0;
@@ -410,11 +416,8 @@ TPR_TEST(bounded_masked_sum_without_dynamic_shapes) {
   for (size_t i = 0; i < NUM_SIZES; i++) {
     for (size_t g = 0; g < NUM_GARBAGE; g++) {
       int n = kSizes[i];
-      tpr_buffer_t* out;
-      CHECK_OK(run_padded(c, exe, n, kGarbage[g], &out));
       float got;
-      CHECK_OK(tpr_buffer_to_host(out, &got, 4));
-      tpr_buffer_release(out);
+      CHECK_OK(run_padded_scalars(c, exe, n, kGarbage[g], 1, &got));
       float x[B];
       fill_padded(x, n, 0);
       double want = 0;
@@ -514,13 +517,8 @@ TPR_TEST(bounded_static_types_after_set_size) {
   for (size_t i = 0; i < NUM_SIZES; i++) {
     for (size_t g = 0; g < NUM_GARBAGE; g++) {
       int n = kSizes[i];
-      tpr_buffer_t* out[2];
-      CHECK_OK(run_padded(c, exe, n, kGarbage[g], out));
       float got[2];
-      CHECK_OK(tpr_buffer_to_host(out[0], &got[0], 4));
-      CHECK_OK(tpr_buffer_to_host(out[1], &got[1], 4));
-      tpr_buffer_release(out[0]);
-      tpr_buffer_release(out[1]);
+      CHECK_OK(run_padded_scalars(c, exe, n, kGarbage[g], 2, got));
       float x[B];
       fill_padded(x, n, 0);
       double want = 0;
