@@ -28,13 +28,17 @@ def make(n=2, c=3, h=5, w=7, ho=4, wo=6, spread=1.6, seed=0):
     return x, grid
 
 
+def check_like_cpu(tpu, x, grid, equal_nan=False, **kw):
+    """F.grid_sample(x, grid, **kw) on tpu equals the CPU's (f32 tolerance)."""
+    want = F.grid_sample(x, grid, **kw)
+    got = F.grid_sample(x.to(tpu), grid.to(tpu), **kw).cpu()
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5, equal_nan=equal_nan)
+
+
 @pytest.mark.parametrize("mode,pad,align", list(itertools.product(MODES, PADS, [False, True])))
 def test_grid_sample_f32(tpu, mode, pad, align):
     x, grid = make()
-    want = F.grid_sample(x, grid, mode=mode, padding_mode=pad, align_corners=align)
-    got = F.grid_sample(x.to(tpu), grid.to(tpu), mode=mode, padding_mode=pad,
-                        align_corners=align).cpu()
-    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+    check_like_cpu(tpu, x, grid, mode=mode, padding_mode=pad, align_corners=align)
 
 
 @pytest.mark.parametrize("mode,pad", list(itertools.product(MODES, PADS)))
@@ -43,10 +47,7 @@ def test_grid_sample_wide_reflection_and_size1(tpu, mode, pad):
     for h, w, spread in [(4, 6, 5.0), (1, 5, 2.5), (3, 1, 2.5)]:
         for align in (False, True):
             x, grid = make(h=h, w=w, spread=spread, seed=h * 10 + w)
-            want = F.grid_sample(x, grid, mode=mode, padding_mode=pad, align_corners=align)
-            got = F.grid_sample(x.to(tpu), grid.to(tpu), mode=mode, padding_mode=pad,
-                                align_corners=align).cpu()
-            torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+            check_like_cpu(tpu, x, grid, mode=mode, padding_mode=pad, align_corners=align)
 
 
 @pytest.mark.parametrize("mode", ["bilinear", "nearest"])
@@ -64,10 +65,7 @@ def test_grid_sample_zeros_ignores_inf_outside(tpu):
     x = torch.ones(1, 1, 3, 3)
     x[0, 0, :, 0] = float("inf")
     grid = torch.tensor([[[[1.9, 0.0], [2.5, 0.5]]]])
-    want = F.grid_sample(x, grid, mode="bilinear", padding_mode="zeros", align_corners=True)
-    got = F.grid_sample(x.to(tpu), grid.to(tpu), mode="bilinear", padding_mode="zeros",
-                        align_corners=True).cpu()
-    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+    check_like_cpu(tpu, x, grid, mode="bilinear", padding_mode="zeros", align_corners=True)
 
 
 NONFINITE = [[float("nan"), 0.2], [0.3, float("nan")], [float("nan"), float("nan")],
@@ -85,10 +83,8 @@ def test_grid_sample_nonfinite_and_huge_coordinates(tpu, mode, pad, dtype):
     x = torch.arange(1, 1 + 2 * 3 * 4, dtype=dtype).view(1, 2, 3, 4)
     grid = torch.tensor(NONFINITE, dtype=dtype).view(1, 1, len(NONFINITE), 2)
     for align in (False, True):
-        want = F.grid_sample(x, grid, mode=mode, padding_mode=pad, align_corners=align)
-        got = F.grid_sample(x.to(tpu), grid.to(tpu), mode=mode, padding_mode=pad,
-                            align_corners=align).cpu()
-        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5, equal_nan=True)
+        check_like_cpu(tpu, x, grid, equal_nan=True, mode=mode, padding_mode=pad,
+                       align_corners=align)
 
 
 @pytest.mark.parametrize("mode,pad", list(itertools.product(["bilinear", "nearest"], PADS)))
@@ -108,10 +104,8 @@ def test_grid_sample_3d(tpu, mode, pad, dtype):
     grid[1, 1, :3, :4, 1:] = special.view(3, 4, 2)
     grid[0, 2, 0, 0] = torch.tensor([1.0, -1.0, 0.0], dtype=dtype)
     for align in (False, True):
-        want = F.grid_sample(x, grid, mode=mode, padding_mode=pad, align_corners=align)
-        got = F.grid_sample(x.to(tpu), grid.to(tpu), mode=mode, padding_mode=pad,
-                            align_corners=align).cpu()
-        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5, equal_nan=True)
+        check_like_cpu(tpu, x, grid, equal_nan=True, mode=mode, padding_mode=pad,
+                       align_corners=align)
 
 
 @pytest.mark.parametrize("mode,pad", list(itertools.product(["bilinear", "nearest"], PADS)))
