@@ -97,7 +97,10 @@ _OVERRIDES = {
                                         "moe_intermediate_size": 64}},
     "dots1": {"n_routed_experts": 4, "n_shared_experts": 1, "num_experts_per_tok": 2},
     # the last backbone stage feeds the matcher: its width is the hidden size
-    "efficientloftr": {"out_features": [64, 64, 64, 64]},
+    # (stage widths an eighth of the default's). The 2-D rotary embedding
+    # fills a quarter of the width per axis: heads == 2 * partial factor (4)
+    "efficientloftr": {"out_features": [8, 8, 16, 32], "stage_num_blocks": [1, 2, 2, 2],
+                       "num_attention_heads": 8},
     # rope sections of a 16-wide head (sum 8): the default code sections need 128
     "ernie4_5_vl_moe": {"text_config": {"rope_parameters": {"mrope_section": [3, 3, 2]}}},
     # KV sharing across the last layers needs layers of every kind before them

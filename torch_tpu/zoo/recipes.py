@@ -22,6 +22,17 @@ def _cfg_autoformer(config):
     config.context_length = max(config.context_length, config.label_length)
 
 
+def _rederive(config):
+    """Recomputes the sizes a config derives from its fields in __post_init__:
+    ``from_dict`` hands the shrunk config their full-size values back."""
+    import dataclasses
+    fields = {f.name for f in dataclasses.fields(config)}
+    fresh = type(config)(**{k: getattr(config, k) for k in fields})
+    for k, v in vars(fresh).items():
+        if k not in fields and not k.startswith("_"):
+            setattr(config, k, v)
+
+
 def _cfg_bros(config):
     # box embeddings are added per attention head
     config.dim_bbox_projection = config.hidden_size // config.num_attention_heads
@@ -82,6 +93,91 @@ def _cfg_query_placeholder(config):
     for name in ("image_token_index", "video_token_index"):
         if hasattr(config, name) and getattr(config, name) is None:
             setattr(config, name, _free_token(config))
+
+
+def _assign(config, values):
+    """Sets ``values`` on ``config``; nested dicts go into sub-configs."""
+    for k, v in values.items():
+        if isinstance(v, dict) and hasattr(getattr(config, k, None), "to_dict"):
+            _assign(getattr(config, k), v)
+        else:
+            setattr(config, k, v)
+
+
+# SAM's prompt encoder, mask decoder and vision neck share one width (the
+# decoder upsamples masks to width / 8 channels, positional features are
+# 2 * num_pos_feats wide); the prompt encoder's dense grid is the image
+# embedding's grid. Sizes the config derives in __post_init__
+# (image_embedding_size, the positional scale) are set here as the shrink
+# leaves them at their full-size values.
+_SAM_HEADS = {
+    "prompt_encoder_config": {"hidden_size": 32, "image_size": 64, "patch_size": 8,
+                              "image_embedding_size": 8},
+    "mask_decoder_config": {"hidden_size": 32, "num_attention_heads": 4, "mlp_dim": 64,
+                            "iou_head_hidden_dim": 32},
+}
+_SAM = {
+    **_SAM_HEADS,
+    # an 8 x 8 patch grid in 4 x 4 windows, the last layer global
+    "vision_config": {"hidden_size": 32, "num_attention_heads": 4, "image_size": 64,
+                      "patch_size": 8, "window_size": 4, "global_attn_indexes": [1],
+                      "mlp_dim": 64, "output_channels": 32, "num_pos_feats": 16,
+                      "scale": 16},
+}
+# SAM 2's Hiera: four stages, each half the grid and twice the width of the
+# one before (16 x 16 patches of a 64 x 64 image down to 2 x 2), windows that
+# tile each stage's grid, one global block in the third stage
+_SAM2_HIERA = {"hidden_size": 16, "image_size": [64, 64],
+               "embed_dim_per_stage": [16, 32, 64, 128],
+               "num_attention_heads_per_stage": [1, 2, 4, 8],
+               "blocks_per_stage": [1, 2, 2, 1], "window_size_per_stage": [4, 4, 2, 2],
+               "global_attention_blocks": [4]}
+# its neck reads the stages from the last, at their grids; the mask decoder
+# runs on the 4 x 4 grid (image / prompt patch size 16)
+_SAM2_VISION = {"backbone_config": _SAM2_HIERA, "backbone_channel_list": [128, 64, 32, 16],
+                "backbone_feature_sizes": [[16, 16], [8, 8], [4, 4]], "fpn_hidden_size": 32}
+_SAM2 = {**_SAM_HEADS, "vision_config": _SAM2_VISION,
+         "prompt_encoder_config": {"hidden_size": 32, "image_size": 64, "patch_size": 16}}
+
+# SAM 3's ViT tiles position embeddings pretrained on a 4 x 4 grid over the
+# 8 x 8 grid of a 112-pixel image, windows the size of that tile; the neck's
+# scales 4, 2, 1 give the tracker's feature grids, the last one the prompt
+# encoder's
+_SAM3_TRACKER = {
+    **_SAM_HEADS,
+    "prompt_encoder_config": {"hidden_size": 32, "image_size": 112, "patch_size": 14},
+    "vision_config": {
+        "backbone_config": {"image_size": 112, "pretrain_image_size": 56, "window_size": 4,
+                            "global_attn_indexes": [1]},
+        "fpn_hidden_size": 32, "backbone_feature_sizes": [[32, 32], [16, 16], [8, 8]]},
+}
+
+
+def _cfg_depth_pro(config):
+    # the ViT encoders see patch_size crops of the image at three scales: 16
+    # pixel crops (4 x 4 patches) of a 64-pixel image, feature widths a
+    # fraction of the full ones, hooks on the two shrunk layers
+    _assign(config, {"patch_size": 16, "fusion_hidden_size": 32,
+                     "intermediate_hook_ids": [1, 0], "intermediate_feature_dims": [16, 16],
+                     "scaled_images_feature_dims": [32, 32, 16]})
+    for name in config.sub_configs:
+        _assign(getattr(config, name), {"image_size": 16, "patch_size": 4})
+
+
+def _cfg_uvdoc(config):
+    # channel lists at a quarter of the default's (image and output point
+    # channels kept)
+    bb = config.backbone_config
+    q = lambda c: c // 4 if c > 3 else c  # noqa: E731
+    bb.resnet_head = [[q(i), q(o)] for i, o in bb.resnet_head]
+    bb.resnet_configs = [[[q(i), q(o), d, down] for i, o, d, down in stage]
+                         for stage in bb.resnet_configs]
+    bb.stage_configs = [[[q(c), d] for c, d in stage] for stage in bb.stage_configs]
+    config.bridge_connector = [q(c) for c in config.bridge_connector]
+    config.out_point_positions2D = [[q(i), q(o)] for i, o in config.out_point_positions2D]
+    # the head concatenates every bridge stage's output (checkpoints list
+    # them all; the default backbone config outputs the last one only)
+    bb.set_output_features_output_indices(out_features=bb.stage_names[1:], out_indices=None)
 
 
 def _cfg_xcodec(config):
@@ -315,6 +411,30 @@ def _rx_gemma3n_audio(inputs, params, config, g):
     inputs["audio_mel_mask"] = torch.zeros(BATCH, 64, dtype=torch.bool)  # True = padding
 
 
+def _rx_depth_pro(inputs, params, config, g):
+    import torch
+    # the smallest scale still holds one whole crop
+    side = int(config.patch_size / min(config.scaled_images_ratios))
+    inputs["pixel_values"] = torch.randn(BATCH, 3, side, side, generator=g)
+
+def _rx_sam2_pixels(inputs, params, config, g):
+    import torch
+    # images come resized to the backbone's size (in its sub-config)
+    hiera = getattr(config, "backbone_config", config)
+    inputs["pixel_values"] = torch.randn(BATCH, hiera.num_channels, *hiera.image_size,
+                                         generator=g)
+
+
+def _rx_sam_points(inputs, params, config, g):
+    import torch
+    # images resized to the model's input size, one foreground point on
+    # each, in pixels
+    side = config.prompt_encoder_config.image_size
+    inputs["pixel_values"] = torch.randn(BATCH, 3, side, side, generator=g)
+    inputs["input_points"] = torch.rand(BATCH, 1, 1, 2, generator=g) * side
+    inputs["input_labels"] = torch.ones(BATCH, 1, 1, dtype=torch.long)
+
+
 def _rx_seggpt(inputs, params, config, g):
     import torch
     h, w = config.image_size
@@ -417,8 +537,10 @@ _RECIPES = {
              _cfg_clap, _rx_clap),
     "decision_transformer": ("trajectories of states, actions, rewards, returns", None,
                              _rx_decision),
-    "efficientloftr": ("matches a pair of images: (batch, 2, channels, h, w)", None,
-                       _rx_image_pair),
+    "depth_pro": ("crops of the image at three scales; crop size and feature widths",
+                  _cfg_depth_pro, _rx_depth_pro),
+    "efficientloftr": ("matches a pair of images: (batch, 2, channels, h, w); block "
+                       "widths follow the shrunk stages", _rederive, _rx_image_pair),
     "emu3": ("the image vocabulary map comes with checkpoints", _cfg_emu3, None),
     "encodec": ("audio is (batch, channels, samples); codes have the encoder's width",
                 _cfg_codebook, _rx_audio_channels),
@@ -463,11 +585,25 @@ _RECIPES = {
                                _cfg_vision_start, _rx_vision_start),
     "qwen4_exp": ("sparse-attention indexer sizes are left to checkpoints", _cfg_qsa, None),
     "qwen4_exp_text": ("sparse-attention indexer sizes are left to checkpoints", _cfg_qsa, None),
+    "sam": ("one width across prompt encoder, mask decoder and neck; a point prompt",
+            lambda c: _assign(c, _SAM), _rx_sam_points),
+    "sam2": ("Hiera stages and neck grids at a 64-pixel image; a point prompt",
+             lambda c: _assign(c, _SAM2), _rx_sam_points),
+    "sam2_hiera_det_model": ("stage widths, windows and grids at a 64-pixel image",
+                             lambda c: _assign(c, _SAM2_HIERA), None),
+    "sam2_vision_model": ("Hiera stages and neck grids at a 64-pixel image",
+                          lambda c: _assign(c, _SAM2_VISION), _rx_sam2_pixels),
+    "sam3_tracker": ("ViT grid, windows and neck grids at a 112-pixel image; a point prompt",
+                     lambda c: _assign(c, _SAM3_TRACKER), _rx_sam_points),
+    "sam_hq": ("one width across prompt encoder, mask decoder and neck; a point prompt",
+               lambda c: _assign(c, {**_SAM, "mask_decoder_config": {
+                   **_SAM["mask_decoder_config"], "vit_dim": 32}}), _rx_sam_points),
     "seggpt": ("an image, a prompt image and its mask at the configured size", None, _rx_seggpt),
     "siglip2_vision_model": ("NaFlex patches with their mask and grid", None, _rx_siglip2),
     "speecht5": ("the bare model has no pre-nets: it takes hidden states", None, _rx_speecht5),
     "time_series_transformer": ("forecasts need a horizon and a context", _cfg_forecast, None),
     "timesformer": ("clips are (batch, frames, channels, h, w)", None, _rx_video_pixels),
+    "uvdoc": ("narrower channel lists; the head reads every bridge stage", _cfg_uvdoc, None),
     "vibevoice_acoustic_tokenizer_decoder": ("latents are (batch, width, frames)", None,
                                              _rx_vibevoice_dec),
     "vibevoice_acoustic_tokenizer_encoder": ("audio is (batch, channels, samples), whole hops",
