@@ -80,6 +80,11 @@ _MROPE_16 = {"rope_parameters": {"mrope_section": [2, 3, 3]}}  # t/h/w split of 
 _OVERRIDES = {
     # hash n-gram embeddings: half a million rows per n-gram size by default
     "blt": {"encoder_hash_byte_group_vocab": 512},
+    # the text and speech encoders rotate the first max(projection_dim /
+    # (2 * heads), 32) channels of each head: heads 64 wide, half rotary as
+    # in the default
+    "clvp": {enc: {"hidden_size": 128, "num_attention_heads": 2, "projection_dim": 128}
+             for enc in ("text_config", "speech_config")},
     # attention windows pick their rope by layer type; the default table is empty
     "cohere_compass": {"text_config": {"rope_parameters": {
         "full_attention": {"rope_type": "default", "rope_theta": 10000.0}}}},
@@ -149,6 +154,11 @@ _OVERRIDES = {
     "qwen2_5_vl_text": _MROPE_16,  # see glm4v_text
     "qwen2_vl_text": _MROPE_16,  # see glm4v_text
     "rf_detr": {"num_queries": 16},  # see grounding-dino
+    # the acoustic transformer's rotary positions run over the heads
+    # (position ids 0..num_attention_heads): keys need as many heads as
+    # queries. The acoustic encoder doubles its channels at each of five
+    # down-sampling stages: from 4, not 48
+    "xcodec2": {"num_key_value_heads": HEADS, "encoder_hidden_size": 4},
     # the shared transformer is tied across hybrid layers: keep two of them
     "zamba": {"num_hidden_layers": 4, "layers_block_type": ["linear_attention", "hybrid"] * 2},
 }

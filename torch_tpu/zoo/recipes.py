@@ -164,6 +164,74 @@ def _cfg_depth_pro(config):
         _assign(getattr(config, name), {"image_size": 16, "patch_size": 4})
 
 
+def _all_stages(backbone):
+    """Backbone outputs of every stage (feature-pyramid necks read them all;
+    checkpoints list them, the default backbone config names the last)."""
+    backbone.set_output_features_output_indices(out_features=backbone.stage_names[1:],
+                                                out_indices=None)
+
+
+def _ppocr_det_backbone(config):
+    # the default PP-LCNetV4 is the text-line recogniser's, halving only the
+    # height ([2, 1] strides); the detector's halves both sides once per
+    # stage after the first, the pyramid the neck upsamples by 2 per level.
+    # Channels at a quarter of the default's, the neck's too.
+    bb = config.backbone_config
+    q = lambda c: c // 4 if c > 3 else c  # noqa: E731
+    bb.stem_channels = [q(c) for c in bb.stem_channels]
+    bb.block_configs = [
+        [[k, q(i), q(o), 2 if stage and not n else 1, se] for n, (k, i, o, _, se) in enumerate(blocks)]
+        for stage, blocks in enumerate(bb.block_configs)]
+    _rederive(bb)  # stage widths
+    _all_stages(bb)
+    config.neck_out_channels = q(config.neck_out_channels)
+
+
+def _cfg_ppocr_det_medium(config):
+    _ppocr_det_backbone(config)
+    # sizes the checkpoints set (None by default): the intra-class blocks'
+    # long/mid/short vertical, horizontal and square kernels (7, 5, 3) as
+    # (kernel, stride, padding), the upsampling of each pyramid level to the
+    # finest, and the head's kernels
+    k = {7: 3, 5: 2, 3: 1}
+    block = {"reduce_channel": [1, 1, 0], "return_channel": [1, 1, 0]}
+    for ratio, n in (("long", 7), ("mid", 5), ("short", 3)):
+        block[f"vertical_long_to_small_conv_{ratio}ratio"] = [[n, 1], [1, 1], [k[n], 0]]
+        block[f"horizontal_small_to_long_conv_{ratio}ratio"] = [[1, n], [1, 1], [0, k[n]]]
+        block[f"symmetric_conv_long_{ratio}ratio"] = [[n, n], [1, 1], [k[n], k[n]]]
+    config.intraclass_block_config = block
+    config.scale_factor_list = [1, 2, 4, 8]
+    config.kernel_list = [3, 2, 2]
+
+
+def _cfg_ppocr_det_small(config):
+    _ppocr_det_backbone(config)
+    # the neck takes each backbone stage at its width (the default lists the
+    # small checkpoint's own backbone, not the default one)
+    config.layer_list_out_channels = list(config.backbone_config.stage_out_channels)
+
+
+def _cfg_shieldgemma2(config):
+    # the projector average-pools the patch grid into mm_tokens_per_image
+    # soft tokens: a 4 x 4 grid pooled 2 x 2 into 4
+    vc = config.vision_config
+    vc.image_size = 4 * vc.patch_size
+    config.mm_tokens_per_image = 4
+    # the classifier reads the logits of the words "Yes" and "No" (ids the
+    # model defaults to in the full vocabulary): ordinary words here
+    config.yes_token_index, config.no_token_index = 5, 6
+
+
+def _cfg_tvp(config):
+    # frames are padded to max_img_size by a learnt frame of prompt_size
+    # pixels: 64-pixel frames (16-pixel prompt, about the default's ratio)
+    # in clips of 4 frames (the pads are per frame)
+    config.max_img_size, config.visual_prompt_size, config.num_frames = 64, 16, 4
+    # a narrow, one-block-per-stage ResNet (the default is ResNet-50)
+    _assign(config.backbone_config, {"embedding_size": 16, "hidden_sizes": [32, 64, 128, 256],
+                                     "depths": [1, 1, 1, 1]})
+
+
 def _cfg_uvdoc(config):
     # channel lists at a quarter of the default's (image and output point
     # channels kept)
@@ -176,8 +244,13 @@ def _cfg_uvdoc(config):
     config.bridge_connector = [q(c) for c in config.bridge_connector]
     config.out_point_positions2D = [[q(i), q(o)] for i, o in config.out_point_positions2D]
     # the head concatenates every bridge stage's output (checkpoints list
-    # them all; the default backbone config outputs the last one only)
-    bb.set_output_features_output_indices(out_features=bb.stage_names[1:], out_indices=None)
+    # them all)
+    _all_stages(bb)
+
+
+def _cfg_xcodec2(config):
+    # the quantiser sees acoustic and semantic features side by side
+    config.quantization_dim = config.hidden_size + config.semantic_model_config.hidden_size
 
 
 def _cfg_xcodec(config):
@@ -251,6 +324,13 @@ def _rx_clap(inputs, params, config, g):
     ac = config.audio_config
     inputs["input_features"] = torch.randn(BATCH, 1, ac.spec_size, ac.num_mel_bins, generator=g)
     inputs["is_longer"] = torch.zeros(BATCH, 1, dtype=torch.bool)
+
+
+def _rx_clvp(inputs, params, config, g):
+    import torch
+    # the conditioning clip's mel spectrogram (batch, mel, frames)
+    inputs["input_features"] = torch.randn(BATCH, config.decoder_config.feature_size, 32,
+                                           generator=g)
 
 
 def _rx_decision(inputs, params, config, g):
@@ -452,14 +532,34 @@ def _rx_speecht5(inputs, params, config, g):
                                                      generator=g)
 
 
+def _rx_shieldgemma2(inputs, params, config, g):
+    # the prompt holds one placeholder per soft image token; images attend
+    # to each other bidirectionally by their token type
+    ids = _with_placeholders(inputs, params, config.image_token_index,
+                             config.mm_tokens_per_image, g)
+    inputs["token_type_ids"] = (ids == config.image_token_index).long()
+
+
 def _rx_siglip2(inputs, params, config, g):
     import torch
+    vc = _vision(config)
     side = 4  # patches per side of the (unpadded) image
-    p = config.patch_size
-    inputs["pixel_values"] = torch.randn(BATCH, side * side, config.num_channels * p * p,
+    p = vc.patch_size
+    inputs["pixel_values"] = torch.randn(BATCH, side * side, vc.num_channels * p * p,
                                          generator=g)
     inputs["pixel_attention_mask"] = torch.ones(BATCH, side * side, dtype=torch.long)
     inputs["spatial_shapes"] = torch.tensor([[side, side]] * BATCH)
+
+
+def _rx_tvp(inputs, params, config, g):
+    import torch
+    inputs["pixel_values"] = torch.randn(BATCH, config.num_frames, 3, config.max_img_size,
+                                         config.max_img_size, generator=g)
+    # one clip: the grid's column position embeddings are viewed with the
+    # batch size as their leading dimension, which holds for a batch of 1 only
+    for k, v in inputs.items():
+        if isinstance(v, torch.Tensor):
+            inputs[k] = v[:1]
 
 
 def _rx_vibevoice_dec(inputs, params, config, g):
@@ -517,6 +617,17 @@ def _rx_vjepa2(inputs, params, config, g):
     inputs["pixel_values_videos"] = _video(config, g, frames=2 * config.tubelet_size)
 
 
+def _rx_xcodec2(inputs, params, config, g):
+    import torch
+    # the semantic (w2v-BERT features: pairs of 80-mel frames) and acoustic
+    # (waveform, one frame per hop) encodings are concatenated frame by frame
+    frames = 8
+    hop = config.hop_length
+    inputs["input_values"] = torch.randn(BATCH, 1, frames * hop, generator=g)
+    inputs["input_features"] = torch.randn(
+        BATCH, frames, config.semantic_model_config.feature_projection_input_dim, generator=g)
+
+
 def _rx_xmod(inputs, params, config, g):
     import torch
     inputs["lang_ids"] = torch.zeros(BATCH, dtype=torch.long)
@@ -535,6 +646,7 @@ _RECIPES = {
     "chameleon": ("the image vocabulary map comes with checkpoints", _cfg_chameleon, None),
     "clap": ("audio is a (batch, 1, time, mel) spectrogram; the tower's width doubles per stage",
              _cfg_clap, _rx_clap),
+    "clvp": ("text and a conditioning clip's mel spectrogram", None, _rx_clvp),
     "decision_transformer": ("trajectories of states, actions, rewards, returns", None,
                              _rx_decision),
     "depth_pro": ("crops of the image at three scales; crop size and feature widths",
@@ -578,6 +690,13 @@ _RECIPES = {
                    _rx_pix2struct),
     "pocket_tts_audio_tokenizer_encoder": ("audio is (batch, channels, samples)", None,
                                            _rx_audio_channels),
+    "pp_ocrv6_medium_det": ("a detection backbone whose stages the neck all reads; "
+                            "block kernels, level "
+                            "scales and head kernels come with checkpoints",
+                            _cfg_ppocr_det_medium, None),
+    "pp_ocrv6_small_det": ("a detection backbone whose stages the neck all reads, at "
+                           "their widths",
+                           _cfg_ppocr_det_small, None),
     "qwen2_5_omni_thinker": ("images follow a vision-start token the default omits",
                              _cfg_vision_start, _rx_vision_start),
     "qwen3_asr_encoder": ("the encoder takes its frame mask", None, _rx_mask_features),
@@ -599,10 +718,14 @@ _RECIPES = {
                lambda c: _assign(c, {**_SAM, "mask_decoder_config": {
                    **_SAM["mask_decoder_config"], "vit_dim": 32}}), _rx_sam_points),
     "seggpt": ("an image, a prompt image and its mask at the configured size", None, _rx_seggpt),
+    "shieldgemma2": ("image placeholders for the pooled soft tokens of a whole patch grid",
+                     _cfg_shieldgemma2, _rx_shieldgemma2),
+    "siglip2": ("NaFlex patches with their mask and grid", None, _rx_siglip2),
     "siglip2_vision_model": ("NaFlex patches with their mask and grid", None, _rx_siglip2),
     "speecht5": ("the bare model has no pre-nets: it takes hidden states", None, _rx_speecht5),
     "time_series_transformer": ("forecasts need a horizon and a context", _cfg_forecast, None),
     "timesformer": ("clips are (batch, frames, channels, h, w)", None, _rx_video_pixels),
+    "tvp": ("one clip of frames at the size the learnt frame pads fit", _cfg_tvp, _rx_tvp),
     "uvdoc": ("narrower channel lists; the head reads every bridge stage", _cfg_uvdoc, None),
     "vibevoice_acoustic_tokenizer_decoder": ("latents are (batch, width, frames)", None,
                                              _rx_vibevoice_dec),
@@ -616,5 +739,7 @@ _RECIPES = {
     "xclip": ("clips are (batch, frames, channels, h, w)", None, _rx_video_pixels),
     "xcodec": ("mono audio is (batch, 1, samples); codes span both encoders", _cfg_xcodec,
                _rx_audio_channels),
+    "xcodec2": ("waveform and semantic features of the same frames; codes span both",
+                _cfg_xcodec2, _rx_xcodec2),
     "xmod": ("each example names its language adapter", None, _rx_xmod),
 }
