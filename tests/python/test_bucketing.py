@@ -1,7 +1,8 @@
 """Shape bucketing (bounded dynamism) for torch.compile: a size marked with
 torch_tpu.mark_dynamic(t, dim, max=N) runs one executable for every size up
-to N, and results match PyTorch's CPU ones; ops that would read the padding
-are compile errors naming the op."""
+to N (one per forward and backward graph in training), and results and
+gradients match PyTorch's CPU ones; ops that would read the padding are
+compile errors naming the op."""
 import pytest
 import torch
 
@@ -85,22 +86,101 @@ def test_mean_over_static_dim_is_allowed():
     assert _run(f, [torch.randn(n, 6) for n in (4, 9)], 0, 16) == 1
 
 
-def test_mean_over_dynamic_dim_is_rejected():
-    # The rule divides by the static count (the bound): wrong, so refused.
+def test_mean_over_dynamic_dim_divides_by_the_runtime_count():
     def f(x):
-        return x.mean(0)
+        return torch.exp(x).mean(0) + x.mean()
 
-    with pytest.raises(Exception, match="mean.dim.*bucketed"):
-        _run(f, [torch.randn(5, 3)], 0, 16)
+    torch.manual_seed(4)
+    assert _run(f, [torch.randn(n, 3) for n in (5, 2, 16)], 0, 16) == 1
 
 
-def test_reshape_of_dynamic_dim_is_rejected():
-    # XLA loses the dynamic size across a reshape (tests/c/test_bounded.c).
+def test_padding_made_nonzero_inside_the_graph_is_masked():
+    # x + 1 turns the zero padding into ones before each reduction; the
+    # merge of the dynamic (outermost) dim keeps the valid part a prefix.
     def f(x):
-        return x.reshape(-1).sum()
+        y = x + 1
+        return (y.reshape(-1, 5).sum(0), torch.log_softmax(y, 0).amax(0),
+                y.cumsum(0)[:, 1:].logsumexp(0), (y > 1).any(0))
 
-    with pytest.raises(Exception, match="bucketed"):
-        _run(f, [torch.randn(5, 3)], 0, 16)
+    torch.manual_seed(5)
+    torch._dynamo.reset()
+    cf = torch.compile(f, backend="tpu")
+    before = _program_compiles()
+    for n in (3, 8, 2):
+        x = torch.randn(n, 4, 5)
+        xt = x.to("tpu")
+        torch_tpu.mark_dynamic(xt, 0, max=8)
+        with torch.no_grad():
+            for got, want in zip(cf(xt), f(x)):
+                torch.testing.assert_close(got.cpu(), want, rtol=1e-5, atol=1e-5)
+    assert _program_compiles()[0] - before[0] == 1
+
+
+@pytest.mark.parametrize("fn, why", [
+    (lambda x: x.t().reshape(-1).sum(), "moves a dynamic dimension inside"),
+    (lambda x: torch.cat([x, x], 0).sum(0), "concatenates along a dynamic"),
+    (lambda x: x[-1] * 2, "symbolic or negative start|selects an index"),
+    (lambda x: x.sort(0).values, "not verified"),
+])
+def test_ops_that_would_read_the_padding_are_refused(fn, why):
+    with pytest.raises(Exception, match=f"bucketed.*({why})"):
+        _run(fn, [torch.randn(5, 3)], 0, 16)
+
+
+def _tiny_gpt():
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+    from models import TinyGPT, gpt_loss
+
+    torch.manual_seed(0)
+    return TinyGPT(vocab=64, d=32, layers=2, heads=2, seq=16), gpt_loss
+
+
+@pytest.mark.parametrize("dim, sizes, other, bound", [
+    (0, (3, 5, 2), 12, 8),    # batch size changes
+    (1, (9, 16, 4), 1, 16),   # sequence length changes (batch 1, as in generation)
+])
+def test_transformer_training_step_one_forward_one_backward_program(dim, sizes, other, bound):
+    """Loss and every parameter gradient of a GPT-style model (embeddings,
+    layer norm, causal attention, GELU MLP, tied head, cross entropy) match
+    the CPU at each size, from one forward and one backward executable."""
+    cpu, loss_fn = _tiny_gpt()
+    dev, _ = _tiny_gpt()
+    dev = dev.to("tpu")
+    torch._dynamo.reset()
+    step = torch.compile(lambda x, y: loss_fn(dev, x, y), backend="tpu")
+    before = _program_compiles()
+    g = torch.Generator().manual_seed(1)
+    for n in sizes:
+        shape = (n, other) if dim == 0 else (other, n)
+        x, y = (torch.randint(0, 64, shape, generator=g) for _ in range(2))
+        xt, yt = x.to("tpu"), y.to("tpu")
+        for t in (xt, yt):
+            torch_tpu.mark_dynamic(t, dim, max=bound)
+        for p in list(cpu.parameters()) + list(dev.parameters()):
+            p.grad = None
+        loss = step(xt, yt)
+        loss.backward()
+        want = loss_fn(cpu, x, y)
+        want.backward()
+        torch.testing.assert_close(loss.cpu(), want, rtol=1e-5, atol=1e-5)
+        for (name, p), q in zip(dev.named_parameters(), cpu.parameters()):
+            torch.testing.assert_close(p.grad.cpu(), q.grad, rtol=1e-4, atol=1e-6, msg=name)
+    assert _program_compiles()[0] - before[0] == 2
+
+
+def test_dynamic_sequence_inside_a_batch_is_refused_at_the_merge():
+    # [2, T] -> [2*T] would put the padding between the two sequences.
+    cpu, loss_fn = _tiny_gpt()
+    dev = cpu.to("tpu")
+    torch._dynamo.reset()
+    step = torch.compile(lambda x, y: loss_fn(dev, x, y), backend="tpu")
+    x = torch.randint(0, 64, (2, 9), device="tpu")
+    torch_tpu.mark_dynamic(x, 1, max=16)
+    with pytest.raises(Exception, match="moves a dynamic dimension inside"):
+        step(x, x)
 
 
 def test_size_over_the_bound_is_never_silently_wrong():

@@ -1,0 +1,562 @@
+"""Bounded dynamism for compiled graphs: one executable for every size up to
+a bound (``torch_tpu.mark_dynamic(t, dim, max=N)``).
+
+The program is built at the bounds of its symbolic sizes and gets their
+runtime values as s32 scalars; inputs are padded up to the bounds and
+outputs sliced back. The valid part of every value is the box its symbolic
+sizes describe (the first ``s0`` rows, ...); the padding beyond it may hold
+anything, NaN included. Ops keep that invariant in one of three ways:
+
+* ops that compute a position from the same positions of their inputs
+  (pointwise ops, layer norm over static dims, embedding lookups, factories,
+  ``tril``, prefix scans) need nothing;
+* ops that combine positions along a dynamic dimension (reductions, softmax,
+  matrix products, losses, the backward of norms and embeddings) see those
+  operands masked there first, with the op's identity (0 for sums and
+  products, -inf for maxima and softmax, ``ignore_index`` for targets);
+  ``mean`` divides by the runtime count;
+* layout ops are checked to keep the valid part a box: a reshape may merge
+  or split a dynamic dimension only as the outermost dimension of its group,
+  a slice along one must start at a fixed index, ``cat`` and ``select`` must
+  not run along one.
+
+Any other op touching a dynamic dimension is a compile error naming the op
+and its source line, never a result that read the padding.
+"""
+import operator
+import time
+
+import sympy
+import torch
+
+from . import _C
+from ._compile import (TpuCompileError, _Builder, _add_seconds, _count, _flat_vals,
+                       _rule_name, _schema_args, _where, decompositions)
+
+aten = torch.ops.aten
+
+
+def _expr(s):
+    return s.node.expr if isinstance(s, torch.SymInt) else None
+
+
+def _at(e, values):
+    """Size expression |e| evaluated with {symbol: int} |values|."""
+    return int(e.xreplace({k: sympy.Integer(v) for k, v in values.items()}))
+
+
+def _op_key(op):
+    """"exp", "add.Tensor": the op name, with the overload unless default."""
+    return _rule_name(op).split("::")[1]
+
+
+def bounded_symbols(example_inputs):
+    """{symbol: upper bound} of a graph's symbolic sizes, or None when one of
+    them has no finite bound or a size is not a plain symbol."""
+    syms = {}
+    for x in example_inputs:
+        sizes = x.shape if isinstance(x, torch.Tensor) else (x,) \
+            if isinstance(x, torch.SymInt) else ()
+        for s in sizes:
+            e = _expr(s)
+            if e is None:
+                continue
+            if not e.is_Symbol:
+                return None
+            up = s.node.shape_env.var_to_range[e].upper
+            if not getattr(up, "is_Integer", False):  # unbounded: int_oo
+                return None
+            up = int(up)
+            if up > 2**31 - 1:
+                return None
+            syms[e] = up
+    return syms or None
+
+
+# Ops that compute each position from the same positions of their inputs,
+# beyond those tagged pointwise.
+_POSITIONWISE = frozenset("""
+    _to_copy clone alias detach lift_fresh_copy tril triu cumsum embedding
+    native_layer_norm convolution
+""".split())
+# Factories: sizes may be symbolic (the padding gets the same fill).
+_FACTORIES = frozenset("""
+    full zeros ones empty.memory_format scalar_tensor arange arange.start
+    arange.start_step full_like zeros_like ones_like empty_like new_zeros
+    new_ones new_full new_empty
+""".split())
+_LAYOUT = frozenset("""
+    view _unsafe_view reshape permute transpose.int t unsqueeze squeeze
+    squeeze.dim squeeze.dims expand slice.Tensor select.int cat split.Tensor
+    split_with_sizes unbind.int
+""".split())
+# Reductions by their reduced dims (None or []: all) at argument 1.
+_REDUCE_FILL = {"sum.dim_IntList": 0.0, "amax": "-inf", "amin": "inf",
+                "logsumexp": "-inf", "mean.dim": 0.0, "all.dim": True, "all.dims": True,
+                "any.dim": False, "any.dims": False, "prod.dim_int": 1.0}
+
+
+def _fill(value, dtype):
+    """The identity |value| ("-inf", "inf" or a number) in |dtype|."""
+    if dtype == torch.bool:
+        return value == "inf" if isinstance(value, str) else bool(value)
+    if isinstance(value, str):
+        if dtype.is_floating_point:
+            return float(value)
+        return torch.iinfo(dtype).min if value == "-inf" else torch.iinfo(dtype).max
+    return value if dtype.is_floating_point else int(value)
+
+
+def _dims(dims, rank):
+    if dims is None or (isinstance(dims, (list, tuple)) and not dims):
+        return list(range(rank))
+    return [d % max(rank, 1) for d in ([dims] if isinstance(dims, int) else dims)]
+
+
+def _box_reshape_ok(src, dst, src_b, dst_b):
+    """Whether a reshape keeps the valid part a box: within each group of
+    dims whose sizes (at the bounds) multiply to the same number, only the
+    outermost non-unit dim may be dynamic, on both sides."""
+    i = j = 0
+    while i < len(src) or j < len(dst):
+        gi, gj = [], []
+        pi = pj = 1
+        while True:
+            if pi <= pj and i < len(src):
+                gi.append(i)
+                pi *= src_b[i]
+                i += 1
+            elif j < len(dst):
+                gj.append(j)
+                pj *= dst_b[j]
+                j += 1
+            else:
+                break
+            if pi == pj and (i == len(src) or src_b[i] != 1) and \
+                    (j == len(dst) or dst_b[j] != 1):
+                break
+        for g, sizes, bounds in ((gi, src, src_b), (gj, dst, dst_b)):
+            inner = [d for d in g if bounds[d] != 1][1:]
+            if any(_expr(sizes[d]) is not None for d in inner):
+                return False
+    return True
+
+
+_N = sympy.Symbol("_N", integer=True, positive=True)
+
+
+class _Val:
+    """A program value made while lowering (not a graph node)."""
+
+    def __init__(self, vid, dtype, shape):
+        self.vid, self.dtype, self.shape = vid, dtype, list(shape)
+
+
+class _SymArg:
+    """A graph value that is a symbolic size (never lowered)."""
+
+    def __init__(self, node):
+        self.node = node
+
+
+class BucketBuilder(_Builder):
+    """Builds the program of an AOT graph with symbolic sizes at the bounds."""
+
+    def __init__(self, gm, example_inputs, name, bounds):
+        self.gm, self.name, self.bounds = gm, name, bounds
+        self.placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+        self.baked = {}
+        self.symbols = sorted(bounds, key=str)
+        self.tensor_pos = [i for i, x in enumerate(example_inputs) if isinstance(x, torch.Tensor)]
+        self.examples = [example_inputs[i] for i in self.tensor_pos]
+        for i, x in enumerate(example_inputs):
+            if not isinstance(x, torch.Tensor) and _expr(x) is None:
+                self.baked[i] = x
+        specs = [self._spec(example_inputs[i], f"{name} input {i}") for i in self.tensor_pos]
+        specs += [(torch.int32, [])] * len(self.symbols)
+        self.prog = _C.Program(specs)
+        ids = self.prog.inputs()
+        self.size_vals = {e: _Val(v, torch.int32, []) for e, v in
+                          zip(self.symbols, ids[len(self.tensor_pos):])}
+        self.constants = {self.placeholders[i]: v for i, v in self.baked.items()}
+        self.env, self.input_index, self.extents, self.masked = {}, {}, {}, {}
+        # Where each symbol's runtime value comes from: (input position, dim
+        # or None for an integer input, the symbol as a function of that
+        # size _N); a backward graph may only see sizes like 12*s0.
+        self.sources = {}
+        for k, i in enumerate(self.tensor_pos):
+            for d, s in enumerate(example_inputs[i].shape):
+                self._add_source(_expr(s), i, d)
+            self.env[self.placeholders[i]] = ids[k]
+            self.input_index[self.placeholders[i]] = k
+        for i, x in enumerate(example_inputs):
+            if _expr(x) is not None:
+                self._add_source(_expr(x), i, None)
+                self.constants[self.placeholders[i]] = _SymArg(self.placeholders[i])
+        missing = [e for e in self.symbols if e not in self.sources]
+        if missing:
+            raise TpuCompileError(f"{name}: no input carries the size {missing[0]}")
+
+    def _add_source(self, e, i, d):
+        if e is None or len(e.free_symbols) != 1:
+            return
+        (sym,) = e.free_symbols
+        if sym in self.sources and self.sources[sym][2] == _N:
+            return
+        inv = sympy.solve(sympy.Eq(e, _N), sym)
+        if len(inv) == 1 and (sym not in self.sources or e.is_Symbol):
+            self.sources[sym] = (i, d, inv[0])
+
+    # -- shapes at the bounds ----------------------------------------------
+
+    def _bound_shape(self, v):
+        return [_at(e, self.bounds) if (e := _expr(s)) is not None else s for s in v.shape]
+
+    def _spec(self, v, what):
+        """(dtype, shape at the bounds): the rules see static shapes."""
+        if not isinstance(v, torch.Tensor):
+            raise TpuCompileError(f"{what}: expected a tensor, got {type(v).__name__}")
+        for s in v.shape:
+            e = _expr(s)
+            if e is not None and not e.free_symbols <= set(self.bounds):
+                raise TpuCompileError(f"{what}: size {e} is not a bounded input size "
+                                      f"(only sizes marked with a max can be bucketed)")
+        return (v.dtype, self._bound_shape(v))
+
+    def _standin(self, node, tensors):
+        if node in self.constants:
+            return self.constants[node]
+        val = node.meta.get("val")
+        vid = self.masked.get(node, self.env[node])
+        t = torch.empty(self._spec(val, node.name)[1] if val is not None else (),
+                        device="meta", dtype=val.dtype if val is not None else torch.float32)
+        tensors.append((t, vid))
+        return t
+
+    def _arg(self, a, tensors, schema_type):
+        if isinstance(a, torch.fx.Node) and isinstance(self.constants.get(a), _SymArg):
+            v = a.meta["val"]
+            return v if isinstance(v, int) else _at(_expr(v), self.bounds)
+        if isinstance(a, torch.SymInt):
+            return _at(_expr(a), self.bounds)
+        return super()._arg(a, tensors, schema_type)
+
+    @staticmethod
+    def _dyn_dims(val):
+        return [d for d, s in enumerate(val.shape) if _expr(s) is not None] \
+            if isinstance(val, torch.Tensor) else []
+
+    # -- emitting helper ops -------------------------------------------------
+
+    def _emit(self, op, args, dtype, shape):
+        """Lowers |op| on |args| (schema order, defaults filled in; _Val for
+        program values) to one value of |dtype| and |shape|."""
+        tensors = []
+
+        def conv(a):
+            if isinstance(a, _Val):
+                t = torch.empty(a.shape, dtype=a.dtype, device="meta")
+                tensors.append((t, a.vid))
+                return t
+            return a
+
+        full = list(args) + [a.default_value for a in op._schema.arguments[len(args):]]
+        ids = self.prog.lower(op._schema.name, op._overloadname, [conv(a) for a in full],
+                              tensors, [(dtype, list(shape))])
+        return _Val(ids[0], dtype, shape)
+
+    def _extent(self, e):
+        """The runtime value of size expression |e| as an s32 scalar."""
+        if e in self.extents:
+            return self.extents[e]
+        if e.is_Symbol:
+            v = self.size_vals[e]
+        elif e.is_Integer:
+            v = self._emit(aten.scalar_tensor.default, [int(e), torch.int32], torch.int32, [])
+        elif isinstance(e, (sympy.Add, sympy.Mul)):
+            const = [a for a in e.args if a.is_Integer]
+            parts = [self._extent(a) for a in e.args if not a.is_Integer]
+            tensor_op, scalar_op = (aten.add.Tensor, aten.add.Scalar) \
+                if isinstance(e, sympy.Add) else (aten.mul.Tensor, aten.mul.Scalar)
+            v = parts[0]
+            for p in parts[1:]:
+                v = self._emit(tensor_op, [v, p], torch.int32, [])
+            for c in const:
+                v = self._emit(scalar_op, [v, int(c)], torch.int32, [])
+        else:
+            raise TpuCompileError(f"{self.name}: cannot compute the size {e} at run time")
+        self.extents[e] = v
+        return v
+
+    def _mask(self, node, dims, fill):
+        """Node |node|'s value with its padding along |dims| set to |fill|."""
+        val = node.meta["val"]
+        shape = self._bound_shape(val)
+        v = _Val(self.masked.get(node, self.env[node]), val.dtype, shape)
+        for d in dims:
+            e = _expr(val.shape[d])
+            if e is None:
+                continue
+            idx = self._emit(aten.arange.default, [shape[d], torch.int32], torch.int32,
+                             [shape[d]])
+            ones = [1] * len(shape)
+            ones[d] = shape[d]
+            idx = self._emit(aten.view.default, [idx, ones], torch.int32, ones)
+            pad = self._emit(aten.ge.Tensor, [idx, self._extent(e)], torch.bool, ones)
+            v = self._emit(aten.masked_fill.Scalar, [v, pad, _fill(fill, val.dtype)],
+                           val.dtype, shape)
+        self.masked[node] = v.vid
+
+    # -- which ops may touch a dynamic dimension -----------------------------
+
+    def _plan(self, node, key, args):
+        """Checks |node| against the dynamic dims it touches; returns the
+        operands to mask: [(arg index, dims, fill)]. Raises the reason why
+        it cannot run on bucketed sizes."""
+        val = lambda i: args[i].meta.get("val") if isinstance(args[i], torch.fx.Node) else None
+        out = node.meta.get("val")
+
+        def sym(a):
+            if isinstance(a, torch.fx.Node):
+                return isinstance(self.constants.get(a), _SymArg)
+            if isinstance(a, (list, tuple)):
+                return any(sym(x) for x in a)
+            return isinstance(a, torch.SymInt)
+
+        if key in _LAYOUT:
+            return self._check_layout(key, args, val, out, sym)
+        if key in _FACTORIES:
+            if key.startswith("arange.") and (sym(args[0]) or
+                                              (key == "arange.start_step" and sym(args[2]))):
+                raise _Refused("its start or step is a symbolic size")
+            return []
+        if sym(args):
+            raise _Refused("it takes a symbolic size as an argument")
+        if torch.Tag.pointwise in node.target.tags or key in _POSITIONWISE:
+            if key == "native_layer_norm":
+                x, k = val(0), len(args[1])
+                if any(d >= x.dim() - k for d in self._dyn_dims(x)):
+                    raise _Refused("it normalizes over a dynamic dimension")
+            if key == "embedding" and self._dyn_dims(val(0)):
+                raise _Refused("its weight has a dynamic dimension")
+            if key == "convolution" and any(d != 0 for d in self._dyn_dims(val(0))):
+                raise _Refused("only the batch dimension of a convolution may be dynamic")
+            return []
+        if key in _REDUCE_FILL:
+            return [(0, _dims(args[1], val(0).dim()), _REDUCE_FILL[key])]
+        if key in ("sum", "mean", "all", "any", "prod"):
+            fill = {"all": True, "any": False, "prod": 1.0}.get(key, 0.0)
+            return [(0, list(range(val(0).dim())), fill)]
+        if key in ("_softmax", "_log_softmax"):
+            return [(0, _dims(args[1], val(0).dim()), "-inf")]
+        if key == "_softmax_backward_data":
+            d = _dims(args[2], val(0).dim())
+            return [(0, d, 0.0), (1, d, 0.0)]
+        if key == "_log_softmax_backward_data":
+            return [(0, _dims(args[2], val(0).dim()), 0.0)]
+        if key == "mm":
+            return [(0, [1], 0.0), (1, [0], 0.0)]
+        if key == "bmm":
+            return [(0, [2], 0.0), (1, [1], 0.0)]
+        if key == "addmm":
+            return [(1, [1], 0.0), (2, [0], 0.0)]
+        if key == "nll_loss_forward" and val(0).dim() == 2:
+            return [(0, [0], 0.0), (1, [0], args[4])]
+        if key == "nll_loss_backward" and val(1).dim() == 2:
+            return [(1, [0], 0.0), (2, [0], args[5])]
+        if key == "native_layer_norm_backward":
+            x, k = val(1), len(args[2])
+            lead = list(range(x.dim() - k))
+            if any(d not in lead for d in self._dyn_dims(x)):
+                raise _Refused("it normalizes over a dynamic dimension")
+            return [(0, lead, 0.0), (1, lead, 0.0), (3, lead, 0.0), (4, lead, 0.0)]
+        if key == "embedding_dense_backward":
+            if args[4]:
+                raise _Refused("scale_grad_by_freq counts the padding")
+            return [(0, list(range(val(1).dim())), 0.0)]
+        if key == "convolution_backward":
+            if any(d != 0 for i in (0, 1) for d in self._dyn_dims(val(i))):
+                raise _Refused("only the batch dimension of a convolution may be dynamic")
+            return [(0, [0], 0.0), (1, [0], 0.0)]
+        raise _Refused("its lowering is not verified to ignore the padding of a "
+                       "dynamic dimension")
+
+    def _check_layout(self, key, args, val, out, sym):
+        x = val(0)
+        if key in ("view", "_unsafe_view", "reshape"):
+            if not _box_reshape_ok(x.shape, out.shape, self._bound_shape(x),
+                                   self._bound_shape(out)):
+                raise _Refused("it moves a dynamic dimension inside another one "
+                               "(the padding would land between valid elements)")
+        elif key == "slice.Tensor":
+            d = args[1] % x.dim()
+            if d in self._dyn_dims(x) and (sym(args[2]) or (args[2] or 0) < 0 or args[4] != 1):
+                raise _Refused("it slices a dynamic dimension from a symbolic or "
+                               "negative start, or with a step")
+        elif key == "select.int":
+            if args[1] % x.dim() in self._dyn_dims(x):
+                raise _Refused("it selects an index of a dynamic dimension")
+        elif key == "cat":
+            d = args[1] % out.dim()
+            if d in self._dyn_dims(out):
+                raise _Refused("it concatenates along a dynamic dimension")
+        elif key in ("split.Tensor", "split_with_sizes", "unbind.int"):
+            d = (args[2] if key != "unbind.int" else args[1]) % x.dim()
+            if d in self._dyn_dims(x):
+                raise _Refused("it splits a dynamic dimension")
+        return []
+
+    # -- lowering -----------------------------------------------------------
+
+    def lower_node(self, node):
+        op = node.target
+        val = node.meta.get("val")
+        if isinstance(val, (torch.SymInt, int)) and not isinstance(val, bool) and \
+                op is not operator.getitem:
+            self.constants[node] = _SymArg(node)  # size arithmetic, read by _arg
+            return
+        if not isinstance(op, torch._ops.OpOverload):
+            return super().lower_node(node)
+        ins = [a.meta.get("val") for a in node.all_input_nodes]
+        args = _schema_args(op, node)
+        touched = any(self._dyn_dims(v) for v in ins + _flat_vals(val)) or any(
+            isinstance(self.constants.get(a), _SymArg) for a in node.all_input_nodes)
+        if not touched:
+            return super().lower_node(node)
+        key = _op_key(op)
+        try:
+            plan = self._plan(node, key, args)
+        except _Refused as e:
+            raise TpuCompileError(
+                f"{_rule_name(op)} cannot run on a bucketed (bounded dynamic) size: {e}; "
+                f"compile without a bound (torch_tpu.mark_dynamic max) to specialise "
+                f"per shape, at\n{_where(node)}") from None
+        self.masked = {}
+        for i, dims, fill in plan:
+            if isinstance(args[i], torch.fx.Node):
+                self._mask(args[i], dims, fill)
+        if key in ("mean.dim", "mean"):
+            self._lower_mean(node, args)
+        else:
+            super().lower_node(node)
+        self.masked = {}
+
+    def _lower_mean(self, node, args):
+        """mean = masked sum / runtime element count of the reduced dims."""
+        x = args[0].meta["val"]
+        dims = _dims(args[1] if len(args) > 2 else None, x.dim())
+        keep = args[2] if len(args) > 2 else False
+        dtype = args[-1]
+        count = sympy.Integer(1)
+        for d in dims:
+            count *= _expr(x.shape[d]) if _expr(x.shape[d]) is not None else x.shape[d]
+        out = node.meta["val"]
+        shape = self._bound_shape(out)
+        s = self._emit(aten.sum.dim_IntList,
+                       [_Val(self.masked.get(args[0], self.env[args[0]]), x.dtype,
+                             self._bound_shape(x)), dims, keep, dtype], out.dtype, shape)
+        self.env[node] = self._emit(aten.div.Tensor, [s, self._extent(count)], out.dtype,
+                                    shape).vid
+
+    def build(self):
+        outputs = self._lower_nodes()
+        if self.mutations:
+            raise TpuCompileError(f"{self.name}: input mutations are not supported on "
+                                  f"bucketed (bounded dynamic) sizes")
+        layout, fresh = [], 0
+        for o in outputs:
+            if not isinstance(o, torch.fx.Node):
+                layout.append(("const", o, None))
+            elif isinstance(self.constants.get(o), _SymArg):
+                v = o.meta["val"]
+                layout.append(("const", v, None) if isinstance(v, int)
+                              else ("sym", _expr(v), None))
+            elif o in self.constants:
+                layout.append(("const", self.constants[o], None))
+            elif o in self.input_index:
+                layout.append(("input", self.tensor_pos[self.input_index[o]], None))
+            else:
+                val = o.meta.get("val")
+                self.prog.add_output(self.env[o], -1, val.dtype)
+                layout.append(("out", fresh, [_expr(s) for s in val.shape]))
+                fresh += 1
+        t0 = time.perf_counter()
+        if self.prog.compile(self.name):
+            _add_seconds("xla_seconds", time.perf_counter() - t0)
+        _count("programs")
+        pad_to = [[_at(e, self.bounds) if (e := _expr(s)) is not None else None
+                   for s in x.shape] for x in self.examples]
+        return _runner(self.prog, layout, self.baked, self.tensor_pos, pad_to,
+                       self.symbols, self.sources, self.bounds)
+
+
+class _Refused(Exception):
+    pass
+
+
+def _runner(prog, layout, baked, tensor_pos, pad_to, symbols, sources, bounds):
+    """Runs a program compiled at the bounds: pads each tensor input up to
+    its bounds (pad_to[k][d]: the bound of dim d of tensor input k, or None),
+    passes the sizes as s32 scalars, and slices outputs back."""
+
+    def run(args):
+        for i, v in baked.items():
+            if args[i] != v:
+                raise TpuCompileError(f"compiled graph input {i} was specialised to {v}, "
+                                      f"got {args[i]}")
+        values = {e: int(inv.xreplace({_N: sympy.Integer(
+                      args[i] if d is None else args[i].shape[d])}))
+                  for e, (i, d, inv) in sources.items()}
+        for e, n in values.items():
+            if n > bounds[e]:
+                raise TpuCompileError(f"size {n} exceeds the bound {bounds[e]} of a "
+                                      f"bucketed dimension ({e})")
+        originals, inputs = [args[i] for i in tensor_pos], []
+        for k, i in enumerate(tensor_pos):
+            t = args[i]
+            pad = []
+            for d in reversed(range(t.dim())):
+                pad += [0, pad_to[k][d] - t.shape[d] if pad_to[k][d] is not None else 0]
+            inputs.append(torch.nn.functional.pad(t, pad) if any(pad) else t)
+        device = next((t.device for t in inputs if t.device.type == "tpu"), None)
+        inputs += [torch.tensor(values[e], dtype=torch.int32, device=device) for e in symbols]
+        args.clear()
+        outs = prog.run(inputs)
+        res = []
+        for kind, v, shape in layout:
+            if kind == "out":
+                o = outs[v]
+                for d, e in enumerate(shape):
+                    if e is not None and _at(e, values) != o.shape[d]:
+                        o = o.narrow(d, 0, _at(e, values))
+                res.append(o)
+            elif kind == "input":  # as given, not padded: outputs are at their sizes
+                res.append(originals[tensor_pos.index(v)])
+            elif kind == "sym":
+                res.append(_at(v, values))
+            else:
+                res.append(v)
+        return res
+
+    run._boxed_call = True
+    return run
+
+
+def bucketed_backend(gm, example_inputs, bounds):
+    """AOTAutograd over |gm| with every graph (forward, backward, inference)
+    built at the bounds."""
+    from torch._dynamo.backends.common import aot_autograd
+    from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+    def compile_bucketed(agm, examples):
+        t0 = time.perf_counter()
+        name = f"compiled_bucketed_{len(list(agm.graph.nodes))}nodes"
+        with unset_fake_temporarily():
+            fn = BucketBuilder(agm, examples, name, bounds).build()
+        _add_seconds("seconds", time.perf_counter() - t0)
+        _count("bucketed")
+        return fn
+
+    return aot_autograd(fw_compiler=compile_bucketed, inference_compiler=compile_bucketed,
+                        decompositions=decompositions(),
+                        keep_inference_input_mutations=True)(gm, example_inputs)
