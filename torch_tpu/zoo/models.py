@@ -11,6 +11,15 @@ from .synth import (
 from .recipes import _RECIPES
 
 
+# class name -> config entries that say how the class is used, where heads
+# sharing one config type need different values
+_CLASS_CONFIG = {
+    # the LM head predicts the next token: its stack must be causal (the
+    # masked-LM head of the same type must not be)
+    "ReformerModelWithLMHead": {"is_decoder": True},
+}
+
+
 def build_level(cls, model_type, task, level):
     """(model, config, inputs, CPU outputs) with the config shrunk at ``level``."""
     import torch
@@ -26,6 +35,8 @@ def build_level(cls, model_type, task, level):
     if isinstance(want, type) and not isinstance(config, want):
         # a head over one part of a composite model (Musicgen's decoder)
         config = next((v for v in vars(config).values() if isinstance(v, want)), config)
+    for k, v in _CLASS_CONFIG.get(cls.__name__, {}).items():
+        setattr(config, k, v)
     if level in ("scaled", "layers"):
         n = _param_count(cls, config)
         if n is None or n > _MAX_PARAMS:

@@ -118,6 +118,20 @@ def _cfg_pi0(config):
     vlm.vision_config.projection_dim = vlm.text_config.hidden_size
 
 
+def _cfg_reformer(config):
+    # training (the backward pass) runs whole attention chunks over the whole
+    # axial position grid: both sized to the synthesised sequence, which
+    # chunks of its length attend to in full (no hashing); no dropout, whose
+    # draws the devices cannot share
+    config.local_attn_chunk_length = config.lsh_attn_chunk_length = SEQ
+    config.axial_pos_shape = (2, SEQ // 2)
+    # the two axial embeddings are concatenated to the hidden width (1:3 by default)
+    h = config.hidden_size
+    config.axial_pos_embds_dim = (h // 4, h - h // 4)
+    config.hidden_dropout_prob = config.local_attention_probs_dropout_prob = 0.0
+    config.lsh_attention_probs_dropout_prob = 0.0
+
+
 def _cfg_vision_start(config):
     # the thinker's multimodal rope reads an id its default config leaves out
     if getattr(config, "vision_start_token_id", None) is None:
@@ -260,6 +274,14 @@ def _rx_oneformer(inputs, params, config, g):
     import torch
     # the tokenised task prompt ("the task is semantic"), padded to its length
     inputs["task_inputs"] = torch.randint(4, 64, (BATCH, config.task_seq_len), generator=g)
+
+
+def _rx_musicgen_decoder(inputs, params, config, g):
+    if "labels" in inputs:
+        # ids are (batch * codebooks, steps); labels are (batch, steps, codebooks)
+        ids = inputs["input_ids"]
+        k = config.num_codebooks
+        inputs["labels"] = ids.reshape(-1, k, ids.shape[-1]).transpose(1, 2).contiguous()
 
 
 def _rx_perceiver(inputs, params, config, g):
@@ -447,6 +469,10 @@ _RECIPES = {
     "mobilebert": ("embeddings are at most as wide as the hidden state", _cfg_mobilebert, None),
     "muse_glimmer_assistant": ("a drafter: noised block embeddings and the target's context",
                                None, _rx_dflash),
+    "musicgen_decoder": ("labels hold one code per codebook per step", None,
+                         _rx_musicgen_decoder),
+    "musicgen_melody_decoder": ("labels hold one code per codebook per step", None,
+                                _rx_musicgen_decoder),
     "oneformer": ("a tokenised task prompt conditions the segmentation", None, _rx_oneformer),
     "perceiver": ("preprocessor-free inputs; head counts and decoder length fit the inputs",
                   _cfg_perceiver, _rx_perceiver),
@@ -463,6 +489,8 @@ _RECIPES = {
                                _cfg_vision_start, _rx_vision_start),
     "qwen4_exp": ("sparse-attention indexer sizes are left to checkpoints", _cfg_qsa, None),
     "qwen4_exp_text": ("sparse-attention indexer sizes are left to checkpoints", _cfg_qsa, None),
+    "reformer": ("training needs whole chunks and the whole axial position grid",
+                 _cfg_reformer, None),
     "seggpt": ("an image, a prompt image and its mask at the configured size", None, _rx_seggpt),
     "siglip2_vision_model": ("NaFlex patches with their mask and grid", None, _rx_siglip2),
     "speecht5": ("the bare model has no pre-nets: it takes hidden states", None, _rx_speecht5),
@@ -481,4 +509,10 @@ _RECIPES = {
     "xcodec": ("mono audio is (batch, 1, samples); codes span both encoders", _cfg_xcodec,
                _rx_audio_channels),
     "xmod": ("each example names its language adapter", None, _rx_xmod),
+}
+
+# model type -> why its backward pass runs in training mode
+TRAIN_BACKWARD = {
+    "reformer": "reversible layers recompute their activations during backward, which "
+                "Reformer allows in training mode only",
 }
