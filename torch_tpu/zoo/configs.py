@@ -142,10 +142,16 @@ _OVERRIDES = {
     # width at 261 (3 + 2 * 2 * 64 + 2), which only 1, 3, 9... heads divide.
     # The masked-LM decoder emits max_position_embeddings positions, which
     # the labels (one per input token) must match
+    # checkpoints name the rope sections; the model falls back to full-size
+    # ones (fit_config scales them to the shrunk head)
+    "paddleocr_vl": {"text_config": {"rope_parameters": {"mrope_section": [16, 24, 24]}}},
     "perceiver": {"num_cross_attention_heads": 1, "max_position_embeddings": SEQ},
     "qwen2_5_vl_text": _MROPE_16,  # see glm4v_text
     "qwen2_vl_text": _MROPE_16,  # see glm4v_text
     "rf_detr": {"num_queries": 16},  # see grounding-dino
+    # the text model builds a sliding-window mask whatever its layer kinds;
+    # the default leaves the window to checkpoints
+    "step3p7": {"text_config": {"sliding_window": 4}},
     # the shared transformer is tied across hybrid layers: keep two of them
     "zamba": {"num_hidden_layers": 4, "layers_block_type": ["linear_attention", "hybrid"] * 2},
 }
@@ -301,6 +307,9 @@ def _consistent(d, o, widths, ctx):
             d["num_experts_per_tok"] = 2
         if _int(d.get("n_group")) and experts % d["n_group"]:
             d["n_group"] = d["topk_group"] = 1  # expert groups must divide the experts
+    mamba = next((d[k] for k in ("mamba_num_heads", "mamba_n_heads") if _int(d.get(k))), None)
+    if mamba and _int(d.get("n_groups")) and mamba % d["n_groups"]:
+        d["n_groups"] = math.gcd(mamba, d["n_groups"])  # state-space groups must divide the heads
     for nh, per, width, factor in _PRODUCTS:
         if all(_int(o.get(k)) for k in (nh, per, width)) and \
                 o[nh] * o[per] == o[width] * (o.get(factor) or 1):

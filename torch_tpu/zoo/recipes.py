@@ -98,6 +98,12 @@ def _cfg_lfm2_moe(config):
         config.layer_types = ["conv"] * (n - 1) + ["full_attention"]
 
 
+def _cfg_minicpm_vision(config):
+    # the window merger runs after layer insert_layer_id (6 of 27): keep it
+    # inside the shrunk stack
+    config.insert_layer_id = min(config.insert_layer_id, config.num_hidden_layers - 2)
+
+
 def _cfg_mobilebert(config):
     # the MLM head widens the embedding back to the hidden size
     config.embedding_size = min(config.embedding_size, config.hidden_size)
@@ -130,6 +136,12 @@ def _cfg_reformer(config):
     config.axial_pos_embds_dim = (h // 4, h - h // 4)
     config.hidden_dropout_prob = config.local_attention_probs_dropout_prob = 0.0
     config.lsh_attention_probs_dropout_prob = 0.0
+
+
+def _cfg_t5gemma2_encoder(config):
+    # the encoder-decoder config hands its dropout to the encoder's text
+    # config (T5Gemma2Config.__post_init__); alone, the encoder lacks it
+    config.text_config.dropout_rate = 0.0
 
 
 def _cfg_vision_start(config):
@@ -258,6 +270,25 @@ def _rx_image_pair(inputs, params, config, g):
     inputs["pixel_values"] = torch.randn(BATCH, 2, ch, *_image_hw(config, IMAGE), generator=g)
 
 
+def _rx_inkling2_vision(inputs, params, config, g):
+    import torch
+    # one (patch * merge)-square pixel block per language-model image token,
+    # channels last, in [-1, 1]; the grid counts those tokens (2 x 2 per image)
+    side = config.patch_size * config.spatial_merge_size
+    inputs["pixel_values"] = torch.rand(BATCH * 4, side, side, config.num_channels,
+                                        generator=g) * 2 - 1
+    inputs["image_grid_thw"] = torch.tensor([[1, 2, 2]] * BATCH)
+
+
+def _rx_patch_images(inputs, params, config, g):
+    # the patch embedding is a convolution over each patch as a small image:
+    # (patches, channels, patch, patch)
+    p = _vision(config).patch_size
+    x = inputs.get("pixel_values")
+    if x is not None:
+        inputs["pixel_values"] = x.reshape(x.shape[0], x.shape[1] // (p * p), p, p)
+
+
 def _rx_kosmos2(inputs, params, config, g):
     import torch
     if "input_ids" not in inputs:
@@ -268,6 +299,31 @@ def _rx_kosmos2(inputs, params, config, g):
     mask = torch.zeros_like(ids)
     mask[:, 2:2 + n] = 1
     inputs["image_embeds_position_mask"] = mask
+
+
+def _rx_minicpm_vision(inputs, params, config, g):
+    import torch
+    # NaViT packing as the image processor does it: every image's patches side
+    # by side in one (1, channels, patch, patches * patch) strip, and each
+    # image's (h, w) patch grid, here whole windows of the merger
+    p = config.patch_size
+    kh, kw = config.window_kernel_size
+    h, w = 2 * kh, 2 * kw
+    inputs["pixel_values"] = torch.randn(1, config.num_channels, p, BATCH * h * w * p, generator=g)
+    inputs["target_sizes"] = torch.tensor([[h, w]] * BATCH, dtype=torch.int32)
+
+
+def _rx_nemotron_transcribe(inputs, params, config, g):
+    import torch
+    # frames-first log-mel features in whole groups of the encoder's frame
+    # stacking (the processor pads to them); one audio placeholder per group
+    audio = getattr(config, "audio_config", config)
+    k = audio.subsampling_factor
+    frames = 4 * k
+    inputs["input_features"] = torch.randn(BATCH, frames, audio.asr_config.num_mel_bins, generator=g)
+    inputs["input_features_mask"] = torch.ones(BATCH, frames, dtype=torch.long)
+    if "input_ids" in inputs:
+        _with_placeholders(inputs, params, config.audio_token_id, frames // k, g)
 
 
 def _rx_oneformer(inputs, params, config, g):
@@ -364,6 +420,17 @@ def _rx_siglip2(inputs, params, config, g):
     inputs["spatial_shapes"] = torch.tensor([[side, side]] * BATCH)
 
 
+def _rx_step3p7(inputs, params, config, g):
+    # image tokens per image: the patch grid after the tower's two stride-2
+    # downsampling convolutions
+    vc = config.vision_config
+    side = vc.image_size // vc.patch_size
+    for _ in range(2):
+        side = (side + 1) // 2
+    if "input_ids" in inputs and "pixel_values" in inputs:
+        _with_placeholders(inputs, params, config.image_token_id, side * side, g)
+
+
 def _rx_vibevoice_dec(inputs, params, config, g):
     import torch
     inputs["hidden_states"] = torch.randn(BATCH, config.hidden_size, 4, generator=g)
@@ -419,6 +486,15 @@ def _rx_vjepa2(inputs, params, config, g):
     inputs["pixel_values_videos"] = _video(config, g, frames=2 * config.tubelet_size)
 
 
+def _rx_voxtral_realtime(inputs, params, config, g):
+    import torch
+    # streaming: every token adds the audio of its own step, 2 (the
+    # encoder's conv stride) x downsample_factor mel frames
+    frames = 2 * config.downsample_factor * inputs["input_ids"].shape[1]
+    inputs["input_features"] = torch.randn(BATCH, config.audio_config.num_mel_bins, frames,
+                                           generator=g)
+
+
 def _rx_xmod(inputs, params, config, g):
     import torch
     inputs["lang_ids"] = torch.zeros(BATCH, dtype=torch.long)
@@ -455,10 +531,14 @@ _RECIPES = {
                                 None, _rx_granite_speech5),
     "idefics": ("images per example, and which tokens cross-attend to them", None, _rx_idefics),
     "informer": ("forecasts need a horizon and a context", _cfg_forecast, None),
+    "inkling2_vision": ("a pixel block per image token, channels last; the grid in tokens",
+                        None, _rx_inkling2_vision),
     "instructblip": ("one placeholder per Q-Former query", _cfg_query_placeholder,
                      _rx_query_placeholders),
     "instructblipvideo": ("clips of frames; one placeholder per query per frame",
                           _cfg_query_placeholder, _rx_instructblipvideo),
+    "kimi_k25_vision": ("patches come as (patches, channels, patch, patch) images", None,
+                        _rx_patch_images),
     "kosmos-2": ("image queries replace the tokens a position mask marks", None, _rx_kosmos2),
     "kyutai_speech_to_text": ("steps are a text token and one code per codebook", None,
                               _rx_kyutai),
@@ -466,6 +546,10 @@ _RECIPES = {
     "lightglue": ("matches a pair of images: (batch, 2, channels, h, w)", None, _rx_image_pair),
     "lxmert": ("region features and boxes stand in for a detector", None, _rx_lxmert),
     "mimi_encoder": ("audio is (batch, channels, samples)", None, _rx_audio_channels),
+    "minicpm_ocr_vision": ("NaViT-packed patches with their grids; the merger inside the stack",
+                           _cfg_minicpm_vision, _rx_minicpm_vision),
+    "minicpmv4_7_vision": ("NaViT-packed patches with their grids; the merger inside the stack",
+                           _cfg_minicpm_vision, _rx_minicpm_vision),
     "mobilebert": ("embeddings are at most as wide as the hidden state", _cfg_mobilebert, None),
     "muse_glimmer_assistant": ("a drafter: noised block embeddings and the target's context",
                                None, _rx_dflash),
@@ -473,7 +557,13 @@ _RECIPES = {
                          _rx_musicgen_decoder),
     "musicgen_melody_decoder": ("labels hold one code per codebook per step", None,
                                 _rx_musicgen_decoder),
+    "nemo_speechlm": ("audio frames in whole stacking groups, one placeholder per group", None,
+                      _rx_nemotron_transcribe),
+    "nemotron3_5_transcribe_audio": ("audio frames in whole stacking groups", None,
+                                     _rx_nemotron_transcribe),
     "oneformer": ("a tokenised task prompt conditions the segmentation", None, _rx_oneformer),
+    "paddleocr_vl": ("patches come as (patches, channels, patch, patch) images", None,
+                     _rx_patch_images),
     "perceiver": ("preprocessor-free inputs; head counts and decoder length fit the inputs",
                   _cfg_perceiver, _rx_perceiver),
     "pi0": ("a robot state and a noised action chunk at a denoising time; camera images",
@@ -494,6 +584,9 @@ _RECIPES = {
     "seggpt": ("an image, a prompt image and its mask at the configured size", None, _rx_seggpt),
     "siglip2_vision_model": ("NaFlex patches with their mask and grid", None, _rx_siglip2),
     "speecht5": ("the bare model has no pre-nets: it takes hidden states", None, _rx_speecht5),
+    "step3p7": ("one placeholder per downsampled image patch", None, _rx_step3p7),
+    "t5gemma2_encoder": ("the encoder-decoder config sets the encoder's dropout",
+                         _cfg_t5gemma2_encoder, None),
     "time_series_transformer": ("forecasts need a horizon and a context", _cfg_forecast, None),
     "timesformer": ("clips are (batch, frames, channels, h, w)", None, _rx_video_pixels),
     "vibevoice_acoustic_tokenizer_decoder": ("latents are (batch, width, frames)", None,
@@ -505,6 +598,8 @@ _RECIPES = {
     "videomae": ("clips are (batch, frames, channels, h, w)", None, _rx_video_pixels),
     "vivit": ("clips are (batch, frames, channels, h, w)", None, _rx_video_pixels),
     "vjepa2": ("two tubelets of frames keep the clip small", None, _rx_vjepa2),
+    "voxtral_realtime": ("streaming audio: mel frames for every token's step", None,
+                         _rx_voxtral_realtime),
     "xclip": ("clips are (batch, frames, channels, h, w)", None, _rx_video_pixels),
     "xcodec": ("mono audio is (batch, 1, samples); codes span both encoders", _cfg_xcodec,
                _rx_audio_channels),
