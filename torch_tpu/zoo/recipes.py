@@ -49,6 +49,21 @@ def _cfg_chameleon(config):
                                                                for d in str(i)) + "Z")
 
 
+def _cfg_deepseek_ocr2(config):
+    # the MoE layout comes with checkpoints (all None by default): a dense
+    # first layer, experts after it, two of them per token
+    text = config.text_config
+    if text.mlp_layer_types is None:
+        text.mlp_layer_types = ["dense"] + ["sparse"] * (text.num_hidden_layers - 1)
+    if text.num_experts_per_tok is None:
+        text.num_experts_per_tok = 2
+    # the SAM neck's last downsampling feeds the vision encoder: its width
+    # (896 in checkpoints, as is the encoder's) is the encoder's
+    vc = config.vision_config
+    width = vc.encoder_config.hidden_size
+    vc.sam_config.downsample_channels = [width // 2, width]
+
+
 def _cfg_emu3(config):
     config.vq_config.codebook_size = 64
     _image_vocabulary(config, 64, lambda i: f"<|visual token{i:06d}|>")
@@ -88,6 +103,23 @@ def _cfg_xcodec(config):
     # the quantiser sees acoustic and semantic features side by side
     config.codebook_dim = config.acoustic_model_config.hidden_size + \
         config.semantic_model_config.hidden_size
+
+
+def _cfg_granite4_vision(config):
+    # the projector layout comes with checkpoints (None by default): one
+    # vision layer into the first LM layer and the four spatial offset groups
+    # into the next four (features are keyed by the LM layer they enter, so
+    # the layers differ); windows of 2 x 2 patches pooled to one (the spatial
+    # groups take every other patch: rate 1/2); one tile of the image size
+    config.downsample_rate = "1/2"
+    config.deepstack_layer_map = [(-1, 0)]
+    config.spatial_target_layers = [1, 2, 3, 4]
+    config.text_config.num_hidden_layers = 5
+    side = config.vision_config.image_size
+    config.image_grid_pinpoints = [[side, side]]
+    # the Q-Former's heads are 64 wide, derived from the (shrunk) vision width
+    q = config.qformer_config
+    q.num_attention_heads = max(1, q.hidden_size // 64)
 
 
 def _cfg_lfm2_moe(config):
@@ -232,6 +264,16 @@ def _rx_instructblipvideo(inputs, params, config, g):
                 else inputs["input_ids"].clone()
 
 
+def _rx_deepseek_ocr2(inputs, params, config, g):
+    import torch
+    # the global view only, at the SAM encoder's size; the tower's 144
+    # learned queries (its small-image set) and the view separator per image
+    if "input_ids" in inputs and "pixel_values" in inputs:
+        side = config.vision_config.sam_config.image_size
+        inputs["pixel_values"] = torch.randn(BATCH, 3, side, side, generator=g)
+        _with_placeholders(inputs, params, config.image_token_id, 144 + 1, g)
+
+
 def _rx_dflash(inputs, params, config, g):
     import torch
     # a block of noised embeddings drafted against the target model's context
@@ -252,6 +294,20 @@ def _rx_gemma4_vision(inputs, params, config, g):
     ys, xs = torch.meshgrid(torch.arange(side), torch.arange(side), indexing="ij")
     pos = torch.stack([xs.flatten(), ys.flatten()], -1)
     inputs["pixel_position_ids"] = pos.expand(BATCH, -1, -1).clone()
+
+
+def _rx_granite4_vision(inputs, params, config, g):
+    import torch
+    if "input_ids" not in inputs or "pixel_values" not in inputs:
+        return
+    # each image: the whole view and its one tile (anyres), at the tower's size
+    vc = config.vision_config
+    side = vc.image_size
+    inputs["pixel_values"] = torch.randn(BATCH, 2, vc.num_channels, side, side, generator=g)
+    inputs["image_sizes"] = torch.tensor([[side, side]] * BATCH)
+    # tokens per side after the 1/2 pooling; the tile adds a newline per row
+    n = vc.image_size // vc.patch_size // 2
+    _with_placeholders(inputs, params, config.image_token_id, n * n + n * (n + 1), g)
 
 
 def _rx_idefics(inputs, params, config, g):
@@ -515,6 +571,8 @@ _RECIPES = {
              _cfg_clap, _rx_clap),
     "decision_transformer": ("trajectories of states, actions, rewards, returns", None,
                              _rx_decision),
+    "deepseek_ocr2": ("MoE layout left to checkpoints; a placeholder per query and separator",
+                      _cfg_deepseek_ocr2, _rx_deepseek_ocr2),
     "efficientloftr": ("matches a pair of images: (batch, 2, channels, h, w)", None,
                        _rx_image_pair),
     "emu3": ("the image vocabulary map comes with checkpoints", _cfg_emu3, None),
@@ -525,6 +583,8 @@ _RECIPES = {
     "gemma3n_audio": ("mel frames and their padding mask", None, _rx_gemma3n_audio),
     "gemma4_vision": ("flattened patches and their (x, y) positions, whole pooling windows",
                       None, _rx_gemma4_vision),
+    "granite4_vision": ("projector layout left to checkpoints; anyres view and tile",
+                        _cfg_granite4_vision, _rx_granite4_vision),
     "granite_speech5_ctc": ("mel frames come delta-expanded and stacked in pairs (4x mel)",
                             None, _rx_granite_speech5),
     "granite_speech5_encoder": ("mel frames come delta-expanded and stacked in pairs (4x mel)",
