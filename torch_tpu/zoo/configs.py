@@ -138,13 +138,13 @@ _OVERRIDES = {
     # count must divide the batch of ids
     "musicgen": {"decoder": {"num_codebooks": 2}},
     "musicgen_melody": {"decoder": {"num_codebooks": 2}},
+    # checkpoints name the rope sections; the model falls back to full-size
+    # ones (fit_config scales them to the shrunk head)
+    "paddleocr_vl": {"text_config": {"rope_parameters": {"mrope_section": [16, 24, 24]}}},
     # the Fourier image preprocessor fixes the cross-attention's query/key
     # width at 261 (3 + 2 * 2 * 64 + 2), which only 1, 3, 9... heads divide.
     # The masked-LM decoder emits max_position_embeddings positions, which
     # the labels (one per input token) must match
-    # checkpoints name the rope sections; the model falls back to full-size
-    # ones (fit_config scales them to the shrunk head)
-    "paddleocr_vl": {"text_config": {"rope_parameters": {"mrope_section": [16, 24, 24]}}},
     "perceiver": {"num_cross_attention_heads": 1, "max_position_embeddings": SEQ},
     "qwen2_5_vl_text": _MROPE_16,  # see glm4v_text
     "qwen2_vl_text": _MROPE_16,  # see glm4v_text

@@ -376,7 +376,8 @@ def _rx_nemotron_transcribe(inputs, params, config, g):
     audio = getattr(config, "audio_config", config)
     k = audio.subsampling_factor
     frames = 4 * k
-    inputs["input_features"] = torch.randn(BATCH, frames, audio.asr_config.num_mel_bins, generator=g)
+    mels = audio.asr_config.num_mel_bins
+    inputs["input_features"] = torch.randn(BATCH, frames, mels, generator=g)
     inputs["input_features_mask"] = torch.ones(BATCH, frames, dtype=torch.long)
     if "input_ids" in inputs:
         _with_placeholders(inputs, params, config.audio_token_id, frames // k, g)

@@ -147,7 +147,7 @@ def _boxes(n, g, scale=1000):
     return torch.cat([a, b], -1)
 
 
-_AUDIO_SUBS = ("audio_config", "encoder_config", "speech_config", "encoder", "asr_config", "dac_config",
+_AUDIO_SUBS = ("audio_config", "encoder_config", "speech_config", "encoder", "dac_config",
                "codec_config", "semantic_model_config")
 _MEL_NAMES = ("num_mel_bins", "input_feat_per_channel", "input_feat_size", "feature_size",
               "feature_projection_input_dim", "input_dim")
