@@ -146,6 +146,9 @@ _OVERRIDES = {
     # count must divide the batch of ids
     "musicgen": {"decoder": {"num_codebooks": 2}},
     "musicgen_melody": {"decoder": {"num_codebooks": 2}},
+    # checkpoints name the rope sections; the model falls back to full-size
+    # ones (fit_config scales them to the shrunk head)
+    "paddleocr_vl": {"text_config": {"rope_parameters": {"mrope_section": [16, 24, 24]}}},
     # the Fourier image preprocessor fixes the cross-attention's query/key
     # width at 261 (3 + 2 * 2 * 64 + 2), which only 1, 3, 9... heads divide.
     # The masked-LM decoder emits max_position_embeddings positions, which
@@ -154,6 +157,9 @@ _OVERRIDES = {
     "qwen2_5_vl_text": _MROPE_16,  # see glm4v_text
     "qwen2_vl_text": _MROPE_16,  # see glm4v_text
     "rf_detr": {"num_queries": 16},  # see grounding-dino
+    # the text model builds a sliding-window mask whatever its layer kinds;
+    # the default leaves the window to checkpoints
+    "step3p7": {"text_config": {"sliding_window": 4}},
     # the acoustic transformer's rotary positions run over the heads
     # (position ids 0..num_attention_heads): keys need as many heads as
     # queries. The acoustic encoder doubles its channels at each of five
@@ -314,6 +320,9 @@ def _consistent(d, o, widths, ctx):
             d["num_experts_per_tok"] = 2
         if _int(d.get("n_group")) and experts % d["n_group"]:
             d["n_group"] = d["topk_group"] = 1  # expert groups must divide the experts
+    mamba = next((d[k] for k in ("mamba_num_heads", "mamba_n_heads") if _int(d.get(k))), None)
+    if mamba and _int(d.get("n_groups")) and mamba % d["n_groups"]:
+        d["n_groups"] = math.gcd(mamba, d["n_groups"])  # state-space groups must divide the heads
     for nh, per, width, factor in _PRODUCTS:
         if all(_int(o.get(k)) for k in (nh, per, width)) and \
                 o[nh] * o[per] == o[width] * (o.get(factor) or 1):

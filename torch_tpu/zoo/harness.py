@@ -9,6 +9,7 @@ import time
 
 from .settings import FAST_ARCHS, LM_TASKS, RTOL_SCALE, SCALE_FLOOR, SEED, TASKS, _CHUNK
 from .models import architectures, build
+from .recipes import TRAIN_BACKWARD
 
 
 def _tensors(x, out, seen=None):
@@ -127,7 +128,8 @@ def run_arch(name, task, model_type, verbose=False):
     except Exception as e:  # noqa: BLE001
         rec.update(status="crash", reason=_short(e))
     if task in LM_TASKS and rec["status"] != "crash":
-        rec["backward"] = _backward(model, tmodel, inputs, tinputs)
+        rec["backward"] = _backward(model, tmodel, inputs, tinputs,
+                                    train=model_type in TRAIN_BACKWARD)
     rec["fallbacks"] = _delta(before, _fallbacks())
     if verbose:
         print(name, rec, file=sys.stderr)
@@ -177,7 +179,10 @@ def _matches_float64(model, inputs, got):
     return compare(g, ref) is None
 
 
-def _backward(model, tmodel, inputs, tinputs):
+def _backward(model, tmodel, inputs, tinputs, train=False):
+    if train:
+        model.train()
+        tmodel.train()
     try:
         loss_cpu = _loss(model(**inputs))
         if loss_cpu is None:

@@ -11,6 +11,15 @@ from .synth import (
 from .recipes import _RECIPES
 
 
+# class name -> config entries that say how the class is used, where heads
+# sharing one config type need different values
+_CLASS_CONFIG = {
+    # the LM head predicts the next token: its stack must be causal (the
+    # masked-LM head of the same type must not be)
+    "ReformerModelWithLMHead": {"is_decoder": True},
+}
+
+
 def build_level(cls, model_type, task, level):
     """(model, config, inputs, CPU outputs) with the config shrunk at ``level``."""
     import torch
@@ -26,6 +35,8 @@ def build_level(cls, model_type, task, level):
     if isinstance(want, type) and not isinstance(config, want):
         # a head over one part of a composite model (Musicgen's decoder)
         config = next((v for v in vars(config).values() if isinstance(v, want)), config)
+    for k, v in _CLASS_CONFIG.get(cls.__name__, {}).items():
+        setattr(config, k, v)
     if level in ("scaled", "layers"):
         n = _param_count(cls, config)
         if n is None or n > _MAX_PARAMS:
@@ -40,11 +51,13 @@ def build_level(cls, model_type, task, level):
 def build(cls, model_type, task):
     """(model, config, inputs, CPU outputs, shrink level): the first level of
     LEVELS whose config builds the model and runs forward on the CPU. Raises
-    the first level's error if none does."""
+    the first level's error if none does (a missing library's at once)."""
     first = None
     for level in LEVELS:
         try:
             return (*build_level(cls, model_type, task, level), level)
+        except ImportError:
+            raise  # a missing library: no level can help
         except Exception as e:  # noqa: BLE001
             first = first or e
     raise first
@@ -110,9 +123,10 @@ def fit_config(config):
 def _fit_mrope(text):
     """Multimodal RoPE splits the rotary frequencies (head_dim / 2 of them)
     into temporal, height and width sections: scale the sections to the
-    shrunk head."""
+    shrunk head (sections named by the config, or by an override where
+    only checkpoints name them)."""
     rope = getattr(text, "rope_parameters", None)
-    if not isinstance(rope, dict) or \
+    if not isinstance(rope, dict) or "mrope_section" not in rope and \
             "mrope_section" not in getattr(type(text), "ignore_keys_at_rope_validation", ()):
         return
     # models fall back to their full-size sections when the key is absent

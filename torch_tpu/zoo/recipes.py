@@ -60,6 +60,21 @@ def _cfg_chameleon(config):
                                                                for d in str(i)) + "Z")
 
 
+def _cfg_deepseek_ocr2(config):
+    # the MoE layout comes with checkpoints (all None by default): a dense
+    # first layer, experts after it, two of them per token
+    text = config.text_config
+    if text.mlp_layer_types is None:
+        text.mlp_layer_types = ["dense"] + ["sparse"] * (text.num_hidden_layers - 1)
+    if text.num_experts_per_tok is None:
+        text.num_experts_per_tok = 2
+    # the SAM neck's last downsampling feeds the vision encoder: its width
+    # (896 in checkpoints, as is the encoder's) is the encoder's
+    vc = config.vision_config
+    width = vc.encoder_config.hidden_size
+    vc.sam_config.downsample_channels = [width // 2, width]
+
+
 def _cfg_emu3(config):
     config.vq_config.codebook_size = 64
     _image_vocabulary(config, 64, lambda i: f"<|visual token{i:06d}|>")
@@ -259,12 +274,35 @@ def _cfg_xcodec(config):
         config.semantic_model_config.hidden_size
 
 
+def _cfg_granite4_vision(config):
+    # the projector layout comes with checkpoints (None by default): one
+    # vision layer into the first LM layer and the four spatial offset groups
+    # into the next four (features are keyed by the LM layer they enter, so
+    # the layers differ); windows of 2 x 2 patches pooled to one (the spatial
+    # groups take every other patch: rate 1/2); one tile of the image size
+    config.downsample_rate = "1/2"
+    config.deepstack_layer_map = [(-1, 0)]
+    config.spatial_target_layers = [1, 2, 3, 4]
+    config.text_config.num_hidden_layers = 5
+    side = config.vision_config.image_size
+    config.image_grid_pinpoints = [[side, side]]
+    # the Q-Former's heads are 64 wide, derived from the (shrunk) vision width
+    q = config.qformer_config
+    q.num_attention_heads = max(1, q.hidden_size // 64)
+
+
 def _cfg_lfm2_moe(config):
     # checkpoints list the layer kinds (the default leaves them out):
     # short convolutions with an attention layer last
     if config.layer_types is None:
         n = config.num_hidden_layers
         config.layer_types = ["conv"] * (n - 1) + ["full_attention"]
+
+
+def _cfg_minicpm_vision(config):
+    # the window merger runs after layer insert_layer_id (6 of 27): keep it
+    # inside the shrunk stack
+    config.insert_layer_id = min(config.insert_layer_id, config.num_hidden_layers - 2)
 
 
 def _cfg_mobilebert(config):
@@ -285,6 +323,26 @@ def _cfg_pi0(config):
     # the PaliGemma inside projects image features to its LM's width
     vlm = config.vlm_config
     vlm.vision_config.projection_dim = vlm.text_config.hidden_size
+
+
+def _cfg_reformer(config):
+    # training (the backward pass) runs whole attention chunks over the whole
+    # axial position grid: both sized to the synthesised sequence, which
+    # chunks of its length attend to in full (no hashing); no dropout, whose
+    # draws the devices cannot share
+    config.local_attn_chunk_length = config.lsh_attn_chunk_length = SEQ
+    config.axial_pos_shape = (2, SEQ // 2)
+    # the two axial embeddings are concatenated to the hidden width (1:3 by default)
+    h = config.hidden_size
+    config.axial_pos_embds_dim = (h // 4, h - h // 4)
+    config.hidden_dropout_prob = config.local_attention_probs_dropout_prob = 0.0
+    config.lsh_attention_probs_dropout_prob = 0.0
+
+
+def _cfg_t5gemma2_encoder(config):
+    # the encoder-decoder config hands its dropout to the encoder's text
+    # config (T5Gemma2Config.__post_init__); alone, the encoder lacks it
+    config.text_config.dropout_rate = 0.0
 
 
 def _cfg_vision_start(config):
@@ -382,6 +440,16 @@ def _rx_instructblipvideo(inputs, params, config, g):
                 else inputs["input_ids"].clone()
 
 
+def _rx_deepseek_ocr2(inputs, params, config, g):
+    import torch
+    # the global view only, at the SAM encoder's size; the tower's 144
+    # learned queries (its small-image set) and the view separator per image
+    if "input_ids" in inputs and "pixel_values" in inputs:
+        side = config.vision_config.sam_config.image_size
+        inputs["pixel_values"] = torch.randn(BATCH, 3, side, side, generator=g)
+        _with_placeholders(inputs, params, config.image_token_id, 144 + 1, g)
+
+
 def _rx_dflash(inputs, params, config, g):
     import torch
     # a block of noised embeddings drafted against the target model's context
@@ -404,6 +472,20 @@ def _rx_gemma4_vision(inputs, params, config, g):
     inputs["pixel_position_ids"] = pos.expand(BATCH, -1, -1).clone()
 
 
+def _rx_granite4_vision(inputs, params, config, g):
+    import torch
+    if "input_ids" not in inputs or "pixel_values" not in inputs:
+        return
+    # each image: the whole view and its one tile (anyres), at the tower's size
+    vc = config.vision_config
+    side = vc.image_size
+    inputs["pixel_values"] = torch.randn(BATCH, 2, vc.num_channels, side, side, generator=g)
+    inputs["image_sizes"] = torch.tensor([[side, side]] * BATCH)
+    # tokens per side after the 1/2 pooling; the tile adds a newline per row
+    n = vc.image_size // vc.patch_size // 2
+    _with_placeholders(inputs, params, config.image_token_id, n * n + n * (n + 1), g)
+
+
 def _rx_idefics(inputs, params, config, g):
     import torch
     if "pixel_values" in inputs and "input_ids" in inputs:
@@ -420,6 +502,25 @@ def _rx_image_pair(inputs, params, config, g):
     inputs["pixel_values"] = torch.randn(BATCH, 2, ch, *_image_hw(config, IMAGE), generator=g)
 
 
+def _rx_inkling2_vision(inputs, params, config, g):
+    import torch
+    # one (patch * merge)-square pixel block per language-model image token,
+    # channels last, in [-1, 1]; the grid counts those tokens (2 x 2 per image)
+    side = config.patch_size * config.spatial_merge_size
+    inputs["pixel_values"] = torch.rand(BATCH * 4, side, side, config.num_channels,
+                                        generator=g) * 2 - 1
+    inputs["image_grid_thw"] = torch.tensor([[1, 2, 2]] * BATCH)
+
+
+def _rx_patch_images(inputs, params, config, g):
+    # the patch embedding is a convolution over each patch as a small image:
+    # (patches, channels, patch, patch)
+    p = _vision(config).patch_size
+    x = inputs.get("pixel_values")
+    if x is not None:
+        inputs["pixel_values"] = x.reshape(x.shape[0], x.shape[1] // (p * p), p, p)
+
+
 def _rx_kosmos2(inputs, params, config, g):
     import torch
     if "input_ids" not in inputs:
@@ -432,10 +533,44 @@ def _rx_kosmos2(inputs, params, config, g):
     inputs["image_embeds_position_mask"] = mask
 
 
+def _rx_minicpm_vision(inputs, params, config, g):
+    import torch
+    # NaViT packing as the image processor does it: every image's patches side
+    # by side in one (1, channels, patch, patches * patch) strip, and each
+    # image's (h, w) patch grid, here whole windows of the merger
+    p = config.patch_size
+    kh, kw = config.window_kernel_size
+    h, w = 2 * kh, 2 * kw
+    inputs["pixel_values"] = torch.randn(1, config.num_channels, p, BATCH * h * w * p, generator=g)
+    inputs["target_sizes"] = torch.tensor([[h, w]] * BATCH, dtype=torch.int32)
+
+
+def _rx_nemotron_transcribe(inputs, params, config, g):
+    import torch
+    # frames-first log-mel features in whole groups of the encoder's frame
+    # stacking (the processor pads to them); one audio placeholder per group
+    audio = getattr(config, "audio_config", config)
+    k = audio.subsampling_factor
+    frames = 4 * k
+    mels = audio.asr_config.num_mel_bins
+    inputs["input_features"] = torch.randn(BATCH, frames, mels, generator=g)
+    inputs["input_features_mask"] = torch.ones(BATCH, frames, dtype=torch.long)
+    if "input_ids" in inputs:
+        _with_placeholders(inputs, params, config.audio_token_id, frames // k, g)
+
+
 def _rx_oneformer(inputs, params, config, g):
     import torch
     # the tokenised task prompt ("the task is semantic"), padded to its length
     inputs["task_inputs"] = torch.randint(4, 64, (BATCH, config.task_seq_len), generator=g)
+
+
+def _rx_musicgen_decoder(inputs, params, config, g):
+    if "labels" in inputs:
+        # ids are (batch * codebooks, steps); labels are (batch, steps, codebooks)
+        ids = inputs["input_ids"]
+        k = config.num_codebooks
+        inputs["labels"] = ids.reshape(-1, k, ids.shape[-1]).transpose(1, 2).contiguous()
 
 
 def _rx_perceiver(inputs, params, config, g):
@@ -562,6 +697,17 @@ def _rx_tvp(inputs, params, config, g):
             inputs[k] = v[:1]
 
 
+def _rx_step3p7(inputs, params, config, g):
+    # image tokens per image: the patch grid after the tower's two stride-2
+    # downsampling convolutions
+    vc = config.vision_config
+    side = vc.image_size // vc.patch_size
+    for _ in range(2):
+        side = (side + 1) // 2
+    if "input_ids" in inputs and "pixel_values" in inputs:
+        _with_placeholders(inputs, params, config.image_token_id, side * side, g)
+
+
 def _rx_vibevoice_dec(inputs, params, config, g):
     import torch
     inputs["hidden_states"] = torch.randn(BATCH, config.hidden_size, 4, generator=g)
@@ -628,6 +774,15 @@ def _rx_xcodec2(inputs, params, config, g):
         BATCH, frames, config.semantic_model_config.feature_projection_input_dim, generator=g)
 
 
+def _rx_voxtral_realtime(inputs, params, config, g):
+    import torch
+    # streaming: every token adds the audio of its own step, 2 (the
+    # encoder's conv stride) x downsample_factor mel frames
+    frames = 2 * config.downsample_factor * inputs["input_ids"].shape[1]
+    inputs["input_features"] = torch.randn(BATCH, config.audio_config.num_mel_bins, frames,
+                                           generator=g)
+
+
 def _rx_xmod(inputs, params, config, g):
     import torch
     inputs["lang_ids"] = torch.zeros(BATCH, dtype=torch.long)
@@ -649,6 +804,8 @@ _RECIPES = {
     "clvp": ("text and a conditioning clip's mel spectrogram", None, _rx_clvp),
     "decision_transformer": ("trajectories of states, actions, rewards, returns", None,
                              _rx_decision),
+    "deepseek_ocr2": ("MoE layout left to checkpoints; a placeholder per query and separator",
+                      _cfg_deepseek_ocr2, _rx_deepseek_ocr2),
     "depth_pro": ("crops of the image at three scales; crop size and feature widths",
                   _cfg_depth_pro, _rx_depth_pro),
     "efficientloftr": ("matches a pair of images: (batch, 2, channels, h, w); block "
@@ -661,16 +818,22 @@ _RECIPES = {
     "gemma3n_audio": ("mel frames and their padding mask", None, _rx_gemma3n_audio),
     "gemma4_vision": ("flattened patches and their (x, y) positions, whole pooling windows",
                       None, _rx_gemma4_vision),
+    "granite4_vision": ("projector layout left to checkpoints; anyres view and tile",
+                        _cfg_granite4_vision, _rx_granite4_vision),
     "granite_speech5_ctc": ("mel frames come delta-expanded and stacked in pairs (4x mel)",
                             None, _rx_granite_speech5),
     "granite_speech5_encoder": ("mel frames come delta-expanded and stacked in pairs (4x mel)",
                                 None, _rx_granite_speech5),
     "idefics": ("images per example, and which tokens cross-attend to them", None, _rx_idefics),
     "informer": ("forecasts need a horizon and a context", _cfg_forecast, None),
+    "inkling2_vision": ("a pixel block per image token, channels last; the grid in tokens",
+                        None, _rx_inkling2_vision),
     "instructblip": ("one placeholder per Q-Former query", _cfg_query_placeholder,
                      _rx_query_placeholders),
     "instructblipvideo": ("clips of frames; one placeholder per query per frame",
                           _cfg_query_placeholder, _rx_instructblipvideo),
+    "kimi_k25_vision": ("patches come as (patches, channels, patch, patch) images", None,
+                        _rx_patch_images),
     "kosmos-2": ("image queries replace the tokens a position mask marks", None, _rx_kosmos2),
     "kyutai_speech_to_text": ("steps are a text token and one code per codebook", None,
                               _rx_kyutai),
@@ -678,10 +841,24 @@ _RECIPES = {
     "lightglue": ("matches a pair of images: (batch, 2, channels, h, w)", None, _rx_image_pair),
     "lxmert": ("region features and boxes stand in for a detector", None, _rx_lxmert),
     "mimi_encoder": ("audio is (batch, channels, samples)", None, _rx_audio_channels),
+    "minicpm_ocr_vision": ("NaViT-packed patches with their grids; the merger inside the stack",
+                           _cfg_minicpm_vision, _rx_minicpm_vision),
+    "minicpmv4_7_vision": ("NaViT-packed patches with their grids; the merger inside the stack",
+                           _cfg_minicpm_vision, _rx_minicpm_vision),
     "mobilebert": ("embeddings are at most as wide as the hidden state", _cfg_mobilebert, None),
     "muse_glimmer_assistant": ("a drafter: noised block embeddings and the target's context",
                                None, _rx_dflash),
+    "musicgen_decoder": ("labels hold one code per codebook per step", None,
+                         _rx_musicgen_decoder),
+    "musicgen_melody_decoder": ("labels hold one code per codebook per step", None,
+                                _rx_musicgen_decoder),
+    "nemo_speechlm": ("audio frames in whole stacking groups, one placeholder per group", None,
+                      _rx_nemotron_transcribe),
+    "nemotron3_5_transcribe_audio": ("audio frames in whole stacking groups", None,
+                                     _rx_nemotron_transcribe),
     "oneformer": ("a tokenised task prompt conditions the segmentation", None, _rx_oneformer),
+    "paddleocr_vl": ("patches come as (patches, channels, patch, patch) images", None,
+                     _rx_patch_images),
     "perceiver": ("preprocessor-free inputs; head counts and decoder length fit the inputs",
                   _cfg_perceiver, _rx_perceiver),
     "pi0": ("a robot state and a noised action chunk at a denoising time; camera images",
@@ -704,6 +881,8 @@ _RECIPES = {
                                _cfg_vision_start, _rx_vision_start),
     "qwen4_exp": ("sparse-attention indexer sizes are left to checkpoints", _cfg_qsa, None),
     "qwen4_exp_text": ("sparse-attention indexer sizes are left to checkpoints", _cfg_qsa, None),
+    "reformer": ("training needs whole chunks and the whole axial position grid",
+                 _cfg_reformer, None),
     "sam": ("one width across prompt encoder, mask decoder and neck; a point prompt",
             lambda c: _assign(c, _SAM), _rx_sam_points),
     "sam2": ("Hiera stages and neck grids at a 64-pixel image; a point prompt",
@@ -723,6 +902,9 @@ _RECIPES = {
     "siglip2": ("NaFlex patches with their mask and grid", None, _rx_siglip2),
     "siglip2_vision_model": ("NaFlex patches with their mask and grid", None, _rx_siglip2),
     "speecht5": ("the bare model has no pre-nets: it takes hidden states", None, _rx_speecht5),
+    "step3p7": ("one placeholder per downsampled image patch", None, _rx_step3p7),
+    "t5gemma2_encoder": ("the encoder-decoder config sets the encoder's dropout",
+                         _cfg_t5gemma2_encoder, None),
     "time_series_transformer": ("forecasts need a horizon and a context", _cfg_forecast, None),
     "timesformer": ("clips are (batch, frames, channels, h, w)", None, _rx_video_pixels),
     "tvp": ("one clip of frames at the size the learnt frame pads fit", _cfg_tvp, _rx_tvp),
@@ -736,10 +918,18 @@ _RECIPES = {
     "videomae": ("clips are (batch, frames, channels, h, w)", None, _rx_video_pixels),
     "vivit": ("clips are (batch, frames, channels, h, w)", None, _rx_video_pixels),
     "vjepa2": ("two tubelets of frames keep the clip small", None, _rx_vjepa2),
+    "voxtral_realtime": ("streaming audio: mel frames for every token's step", None,
+                         _rx_voxtral_realtime),
     "xclip": ("clips are (batch, frames, channels, h, w)", None, _rx_video_pixels),
     "xcodec": ("mono audio is (batch, 1, samples); codes span both encoders", _cfg_xcodec,
                _rx_audio_channels),
     "xcodec2": ("waveform and semantic features of the same frames; codes span both",
                 _cfg_xcodec2, _rx_xcodec2),
     "xmod": ("each example names its language adapter", None, _rx_xmod),
+}
+
+# model type -> why its backward pass runs in training mode
+TRAIN_BACKWARD = {
+    "reformer": "reversible layers recompute their activations during backward, which "
+                "Reformer allows in training mode only",
 }
