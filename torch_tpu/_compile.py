@@ -9,18 +9,17 @@ through the eager executor's memory and disk caches, so a second process
 starts warm. Mutated inputs (optimizer state, parameters updated under
 ``no_grad``) are donated and updated in place.
 
-Shapes are static: a graph traced with symbolic sizes (``mark_dynamic``,
-automatic dynamic after a shape change) is specialized per concrete shape
-at run time, in a bounded LRU cache (``TORCH_TPU_COMPILE_MAX_SHAPES``,
-default 8); each specialization after the first counts as a recompile.
-
-Bounded dynamism (shape bucketing): when every symbolic size has an upper
-bound (``torch_tpu.mark_dynamic(t, dim, max=N)``, or
-``torch._dynamo.mark_dynamic(t, dim, min=.., max=N)``), forward, backward and
-inference graphs are compiled once at the bound instead, inputs padded up to
-it and outputs sliced back, so every size up to the bound runs one
-executable (``_compile_bucket.py`` says how the padding is kept out of the
-results; an op that cannot keep it out is a compile error naming it).
+Sizes that change (shape bucketing, ``_compile_bucket.py``): a graph traced
+with symbolic sizes is built at bounds of those sizes, inputs padded up to
+them and outputs sliced back, the padding kept out of every result (an op
+that cannot keep it out is named). With a bound given
+(``torch_tpu.mark_dynamic(t, dim, max=N)``, or ``torch._dynamo.mark_dynamic``
+with ``max``), forward, backward and inference graphs are each one
+executable for every size up to N. Sizes that Dynamo made dynamic after a
+change (automatic dynamic) get one executable per bucket (the next power of
+two), or per exact size where an op cannot run padded, in a bounded LRU
+cache (``TORCH_TPU_COMPILE_MAX_SHAPES``, default 8); each executable after a
+graph's first counts as a recompile.
 """
 import collections
 import functools
@@ -45,8 +44,10 @@ def stats():
         d.update({"compiled_" + k: v for k, v in _seconds.items()})
     # programs: lowered from FX graphs; cache_loads: replayed from AOTAutograd
     # cache entries; cache_stores: entries written.
-    for k in ("graphs", "programs", "recompiles", "specializations", "cache_loads",
-              "cache_stores"):
+    # bucketed: programs built at bounds of changing sizes; specializations:
+    # built per exact size (an op could not run padded).
+    for k in ("graphs", "programs", "recompiles", "bucketed", "specializations",
+              "cache_loads", "cache_stores"):
         d.setdefault("compiled_" + k, 0)
     d.setdefault("compiled_seconds", 0.0)
     d.setdefault("compiled_xla_seconds", 0.0)
@@ -96,10 +97,14 @@ def decompositions():
     and XLA sees them as written."""
     from torch._decomp import core_aten_decompositions, decomposition_table
 
+    # lift / lift_fresh turn constants made while tracing (torch.tensor(...)
+    # on the device) into fake tensors; decomposed to alias they would reach
+    # the fake mode as real tensors.
+    keep = {torch.ops.aten.lift.default, torch.ops.aten.lift_fresh.default}
     table = {}
     for source in (decomposition_table, core_aten_decompositions()):
         for op, fn in source.items():
-            if isinstance(op, torch._ops.OpOverload) and not has_rule(op):
+            if isinstance(op, torch._ops.OpOverload) and not has_rule(op) and op not in keep:
                 table.setdefault(op, fn)
     return table
 
@@ -358,37 +363,6 @@ def _is_symbolic(x):
     return isinstance(x, torch.Tensor) and any(not isinstance(s, int) for s in x.shape)
 
 
-class _PerShape:
-    """Runs a graph traced with symbolic sizes as static programs, one per
-    concrete shape, in a bounded LRU cache."""
-
-    def __init__(self, gm):
-        self.gm = gm
-        self.cache = collections.OrderedDict()
-        self.max = int(os.environ.get("TORCH_TPU_COMPILE_MAX_SHAPES", "8"))
-        self.lock = threading.Lock()
-
-    def __call__(self, *args):
-        key = tuple((tuple(a.shape), a.dtype, a.requires_grad) if isinstance(a, torch.Tensor)
-                    else (type(a), a) for a in args)
-        with self.lock:
-            fn = self.cache.get(key)
-            if fn is not None:
-                self.cache.move_to_end(key)
-        if fn is None:
-            t0 = time.perf_counter()
-            fn = _aot_compile(self.gm, list(args))
-            _add_seconds("seconds", time.perf_counter() - t0)
-            with self.lock:
-                if self.cache:
-                    _count("recompiles")
-                _count("specializations")
-                self.cache[key] = fn
-                while len(self.cache) > self.max:
-                    self.cache.popitem(last=False)
-        return fn(*args)
-
-
 def tpu_backend(gm, example_inputs, **kwargs):
     """The Dynamo backend registered as "tpu"."""
     if kwargs.get("options"):
@@ -397,10 +371,7 @@ def tpu_backend(gm, example_inputs, **kwargs):
     if any(_is_symbolic(x) for x in example_inputs):
         from ._compile_bucket import bounded_symbols, bucketed_backend
 
-        bounds = bounded_symbols(example_inputs)
-        if bounds is not None:
-            return bucketed_backend(gm, example_inputs, bounds)
-        return _PerShape(gm)
+        return bucketed_backend(gm, example_inputs, bounded_symbols(example_inputs))
     return _aot_compile(gm, example_inputs)
 
 

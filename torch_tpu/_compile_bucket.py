@@ -23,7 +23,11 @@ anything, NaN included. Ops keep that invariant in one of three ways:
 Any other op touching a dynamic dimension is a compile error naming the op
 and its source line, never a result that read the padding.
 """
+import collections
 import operator
+import os
+import sys
+import threading
 import time
 
 import sympy
@@ -116,28 +120,27 @@ def _dims(dims, rank):
 def _box_reshape_ok(src, dst, src_b, dst_b):
     """Whether a reshape keeps the valid part a box: within each group of
     dims whose sizes (at the bounds) multiply to the same number, only the
-    outermost non-unit dim may be dynamic, on both sides."""
+    outermost may be dynamic, on both sides (unit dims play no part)."""
+    si = [d for d in range(len(src)) if src_b[d] != 1]
+    di = [d for d in range(len(dst)) if dst_b[d] != 1]
     i = j = 0
-    while i < len(src) or j < len(dst):
-        gi, gj = [], []
-        pi = pj = 1
+    while i < len(si) or j < len(di):
+        gi, gj, pi, pj = [], [], 1, 1
         while True:
-            if pi <= pj and i < len(src):
-                gi.append(i)
-                pi *= src_b[i]
+            if i < len(si) and (pi <= pj or j == len(di)):
+                gi.append(si[i])
+                pi *= src_b[si[i]]
                 i += 1
-            elif j < len(dst):
-                gj.append(j)
-                pj *= dst_b[j]
+            elif j < len(di):
+                gj.append(di[j])
+                pj *= dst_b[di[j]]
                 j += 1
             else:
                 break
-            if pi == pj and (i == len(src) or src_b[i] != 1) and \
-                    (j == len(dst) or dst_b[j] != 1):
+            if pi == pj:
                 break
-        for g, sizes, bounds in ((gi, src, src_b), (gj, dst, dst_b)):
-            inner = [d for d in g if bounds[d] != 1][1:]
-            if any(_expr(sizes[d]) is not None for d in inner):
+        for g, sizes in ((gi, src), (gj, dst)):
+            if any(_expr(sizes[d]) is not None for d in g[1:]):
                 return False
     return True
 
@@ -159,14 +162,58 @@ class _SymArg:
         self.node = node
 
 
-class BucketBuilder(_Builder):
-    """Builds the program of an AOT graph with symbolic sizes at the bounds."""
+def size_sources(example_inputs):
+    """The symbols of a graph's input sizes and where each one's runtime
+    value comes from: {symbol: (input position, dim or None for an integer
+    input, the symbol as a function of that size _N)}; a backward graph may
+    only see sizes like 12*s0."""
+    sources = {}
 
-    def __init__(self, gm, example_inputs, name, bounds):
-        self.gm, self.name, self.bounds = gm, name, bounds
+    def add(e, i, d):
+        if e is None or len(e.free_symbols) != 1:
+            return
+        (sym,) = e.free_symbols
+        if sym in sources and sources[sym][2] == _N:
+            return
+        inv = sympy.solve(sympy.Eq(e, _N), sym)
+        if len(inv) == 1 and (sym not in sources or e.is_Symbol):
+            sources[sym] = (i, d, inv[0])
+
+    symbols = set()
+    for i, x in enumerate(example_inputs):
+        for d, s in (enumerate(x.shape) if isinstance(x, torch.Tensor) else [(None, x)]):
+            e = _expr(s)
+            if e is not None:
+                symbols |= e.free_symbols
+                add(e, i, d)
+    return sorted(symbols, key=str), sources
+
+
+def runtime_sizes(sources, args):
+    """{symbol: int} of one call's arguments."""
+    return {e: int(inv.xreplace({_N: sympy.Integer(
+                args[i] if d is None else args[i].shape[d])}))
+            for e, (i, d, inv) in sources.items()}
+
+
+class PaddingRefused(TpuCompileError):
+    """An op of the graph cannot run on padded (bucketed) sizes."""
+
+
+class BucketBuilder(_Builder):
+    """Builds the program of an AOT graph with symbolic sizes at |bounds|
+    ({symbol: int}). |exact|: the bounds are the call's own sizes, so there
+    is no padding to keep out and every op may run."""
+
+    def __init__(self, gm, example_inputs, name, bounds, exact=False):
+        self.gm, self.name, self.exact = gm, name, exact
         self.placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+        self.symbols, self.sources = size_sources(example_inputs)
+        missing = [e for e in self.symbols if e not in self.sources]
+        if missing:
+            raise TpuCompileError(f"{name}: no input carries the size {missing[0]}")
+        self.bounds = {e: bounds[e] for e in self.symbols}
         self.baked = {}
-        self.symbols = sorted(bounds, key=str)
         self.tensor_pos = [i for i, x in enumerate(example_inputs) if isinstance(x, torch.Tensor)]
         self.examples = [example_inputs[i] for i in self.tensor_pos]
         for i, x in enumerate(example_inputs):
@@ -180,32 +227,12 @@ class BucketBuilder(_Builder):
                           zip(self.symbols, ids[len(self.tensor_pos):])}
         self.constants = {self.placeholders[i]: v for i, v in self.baked.items()}
         self.env, self.input_index, self.extents, self.masked = {}, {}, {}, {}
-        # Where each symbol's runtime value comes from: (input position, dim
-        # or None for an integer input, the symbol as a function of that
-        # size _N); a backward graph may only see sizes like 12*s0.
-        self.sources = {}
         for k, i in enumerate(self.tensor_pos):
-            for d, s in enumerate(example_inputs[i].shape):
-                self._add_source(_expr(s), i, d)
             self.env[self.placeholders[i]] = ids[k]
             self.input_index[self.placeholders[i]] = k
         for i, x in enumerate(example_inputs):
             if _expr(x) is not None:
-                self._add_source(_expr(x), i, None)
                 self.constants[self.placeholders[i]] = _SymArg(self.placeholders[i])
-        missing = [e for e in self.symbols if e not in self.sources]
-        if missing:
-            raise TpuCompileError(f"{name}: no input carries the size {missing[0]}")
-
-    def _add_source(self, e, i, d):
-        if e is None or len(e.free_symbols) != 1:
-            return
-        (sym,) = e.free_symbols
-        if sym in self.sources and self.sources[sym][2] == _N:
-            return
-        inv = sympy.solve(sympy.Eq(e, _N), sym)
-        if len(inv) == 1 and (sym not in self.sources or e.is_Symbol):
-            self.sources[sym] = (i, d, inv[0])
 
     # -- shapes at the bounds ----------------------------------------------
 
@@ -326,9 +353,8 @@ class BucketBuilder(_Builder):
         if key in _LAYOUT:
             return self._check_layout(key, args, val, out, sym)
         if key in _FACTORIES:
-            if key.startswith("arange.") and (sym(args[0]) or
-                                              (key == "arange.start_step" and sym(args[2]))):
-                raise _Refused("its start or step is a symbolic size")
+            if key == "arange.start_step" and sym(args[2]):
+                raise _Refused("its step is a symbolic size")
             return []
         if sym(args):
             raise _Refused("it takes a symbolic size as an argument")
@@ -386,8 +412,9 @@ class BucketBuilder(_Builder):
         if key in ("view", "_unsafe_view", "reshape"):
             if not _box_reshape_ok(x.shape, out.shape, self._bound_shape(x),
                                    self._bound_shape(out)):
-                raise _Refused("it moves a dynamic dimension inside another one "
-                               "(the padding would land between valid elements)")
+                raise _Refused(f"it moves a dynamic dimension inside another one "
+                               f"({list(x.shape)} -> {list(out.shape)}: the padding would "
+                               f"land between valid elements)")
         elif key == "slice.Tensor":
             d = args[1] % x.dim()
             if d in self._dyn_dims(x) and (sym(args[2]) or (args[2] or 0) < 0 or args[4] != 1):
@@ -396,10 +423,6 @@ class BucketBuilder(_Builder):
         elif key == "select.int":
             if args[1] % x.dim() in self._dyn_dims(x):
                 raise _Refused("it selects an index of a dynamic dimension")
-        elif key == "cat":
-            d = args[1] % out.dim()
-            if d in self._dyn_dims(out):
-                raise _Refused("it concatenates along a dynamic dimension")
         elif key in ("split.Tensor", "split_with_sizes", "unbind.int"):
             d = (args[2] if key != "unbind.int" else args[1]) % x.dim()
             if d in self._dyn_dims(x):
@@ -421,13 +444,13 @@ class BucketBuilder(_Builder):
         args = _schema_args(op, node)
         touched = any(self._dyn_dims(v) for v in ins + _flat_vals(val)) or any(
             isinstance(self.constants.get(a), _SymArg) for a in node.all_input_nodes)
-        if not touched:
+        if not touched or self.exact:
             return super().lower_node(node)
         key = _op_key(op)
         try:
             plan = self._plan(node, key, args)
         except _Refused as e:
-            raise TpuCompileError(
+            raise PaddingRefused(
                 f"{_rule_name(op)} cannot run on a bucketed (bounded dynamic) size: {e}; "
                 f"compile without a bound (torch_tpu.mark_dynamic max) to specialise "
                 f"per shape, at\n{_where(node)}") from None
@@ -437,9 +460,50 @@ class BucketBuilder(_Builder):
                 self._mask(args[i], dims, fill)
         if key in ("mean.dim", "mean"):
             self._lower_mean(node, args)
+        elif key == "cat" and args[1] % val.dim() in self._dyn_dims(val):
+            self._lower_cat(node, args)
+        elif key.startswith("arange.") and not self._size(args[0]).is_Integer:
+            self._lower_arange(node, args)
         else:
             super().lower_node(node)
         self.masked = {}
+
+    def _size(self, s):
+        """A size (int, SymInt or a size node) as an expression."""
+        if isinstance(s, torch.fx.Node):
+            s = s.meta["val"]
+        return _expr(s) if _expr(s) is not None else sympy.Integer(s)
+
+    def _lower_cat(self, node, args):
+        """cat along a dynamic dim: each operand (its padding too) is copied
+        in at the runtime end of the ones before, over their padding."""
+        out = node.meta["val"]
+        d = args[1] % out.dim()
+        shape = self._bound_shape(out)
+        v = self._emit(aten.full.default, [shape, 0, out.dtype], out.dtype, shape)
+        offset = sympy.Integer(0)
+        for t in args[0]:
+            tv = t.meta["val"]
+            b = self._bound_shape(tv)[d] if tv.dim() == out.dim() else 0
+            if b == 0:  # cat skips empty operands (legacy 1-d empties too)
+                continue
+            idx = self._emit(aten.arange.default, [b, torch.int32], torch.int32, [b])
+            if offset != 0:
+                idx = self._emit(aten.add.Tensor, [idx, self._extent(offset)], torch.int32, [b])
+            src = _Val(self.env[t], tv.dtype, self._bound_shape(tv))
+            v = self._emit(aten.index_copy.default, [v, d, idx, src], out.dtype, shape)
+            offset += self._size(tv.shape[d])
+        self.env[node] = v.vid
+
+    def _lower_arange(self, node, args):
+        """arange from a symbolic start: start + step * iota."""
+        out = node.meta["val"]
+        shape = self._bound_shape(out)
+        step = args[2] if _op_key(node.target) == "arange.start_step" else 1
+        base = self._emit(aten.arange.start_step, [0, shape[0] * step, step, out.dtype],
+                          out.dtype, shape)
+        self.env[node] = self._emit(aten.add.Tensor, [base, self._extent(self._size(args[0]))],
+                                    out.dtype, shape).vid
 
     def _lower_mean(self, node, args):
         """mean = masked sum / runtime element count of the reduced dims."""
@@ -504,9 +568,7 @@ def _runner(prog, layout, baked, tensor_pos, pad_to, symbols, sources, bounds):
             if args[i] != v:
                 raise TpuCompileError(f"compiled graph input {i} was specialised to {v}, "
                                       f"got {args[i]}")
-        values = {e: int(inv.xreplace({_N: sympy.Integer(
-                      args[i] if d is None else args[i].shape[d])}))
-                  for e, (i, d, inv) in sources.items()}
+        values = runtime_sizes(sources, args)
         for e, n in values.items():
             if n > bounds[e]:
                 raise TpuCompileError(f"size {n} exceeds the bound {bounds[e]} of a "
@@ -529,7 +591,9 @@ def _runner(prog, layout, baked, tensor_pos, pad_to, symbols, sources, bounds):
                 for d, e in enumerate(shape):
                     if e is not None and _at(e, values) != o.shape[d]:
                         o = o.narrow(d, 0, _at(e, values))
-                res.append(o)
+                # contiguous, as the graph's own result would be: strides
+                # of the padded layout would fail Dynamo's guards next call
+                res.append(o.contiguous())
             elif kind == "input":  # as given, not padded: outputs are at their sizes
                 res.append(originals[tensor_pos.index(v)])
             elif kind == "sym":
@@ -542,21 +606,97 @@ def _runner(prog, layout, baked, tensor_pos, pad_to, symbols, sources, bounds):
     return run
 
 
+def bucket_of(n, upper):
+    """The bucket of a size: the next power of two, at least 8, at most the
+    symbol's upper bound."""
+    b = 8
+    while b < n:
+        b *= 2
+    return max(n, min(b, upper))
+
+
+class _Buckets:
+    """Runs an AOT graph whose sizes change at run time (no bound given):
+    one program per bucket of its sizes, built at the first call that needs
+    it, in an LRU cache; a graph with an op that cannot run padded gets one
+    program per exact size instead."""
+
+    def __init__(self, agm, examples, name):
+        self.agm, self.examples, self.name = agm, examples, name
+        self.symbols, self.sources = size_sources(examples)
+        self.upper = {}
+        for e in self.symbols:
+            up = next((s.node.shape_env.var_to_range[e].upper
+                       for x in examples for s in (x.shape if isinstance(x, torch.Tensor) else [x])
+                       if isinstance(s, torch.SymInt)), None)
+            self.upper[e] = int(up) if getattr(up, "is_Integer", False) else 2**31 - 1
+        self.padded = True  # False once an op refused padding
+        self.cache = collections.OrderedDict()
+        self.max = int(os.environ.get("TORCH_TPU_COMPILE_MAX_SHAPES", "8"))
+        self.lock = threading.Lock()
+
+    def __call__(self, args):
+        values = runtime_sizes(self.sources, args)
+        bounds = {e: bucket_of(values[e], self.upper[e]) for e in self.symbols} \
+            if self.padded else values
+        key = tuple(bounds[e] for e in self.symbols)
+        with self.lock:
+            fn = self.cache.get(key)
+            if fn is not None:
+                self.cache.move_to_end(key)
+        if fn is None:
+            fn, key = self._build(bounds, values)
+        return fn(args)
+
+    def _build(self, bounds, values):
+        from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+        t0 = time.perf_counter()
+        with unset_fake_temporarily():
+            try:
+                fn = BucketBuilder(self.agm, self.examples, self.name, bounds,
+                                   exact=not self.padded).build()
+            except PaddingRefused as e:
+                if os.environ.get("TORCH_TPU_LOG_COMPILES"):
+                    print(f"[torch_tpu] {self.name}: per exact size, not bucketed: {e}",
+                          file=sys.stderr)
+                self.padded = False
+                bounds = values
+                fn = BucketBuilder(self.agm, self.examples, self.name, bounds,
+                                   exact=True).build()
+        key = tuple(bounds[e] for e in self.symbols)
+        _add_seconds("seconds", time.perf_counter() - t0)
+        with self.lock:
+            if self.cache:
+                _count("recompiles")
+            _count("bucketed" if self.padded else "specializations")
+            self.cache[key] = fn
+            while len(self.cache) > self.max:
+                self.cache.popitem(last=False)
+        return fn, key
+
+
 def bucketed_backend(gm, example_inputs, bounds):
-    """AOTAutograd over |gm| with every graph (forward, backward, inference)
-    built at the bounds."""
+    """AOTAutograd over |gm| with graphs (forward, backward, inference)
+    built at |bounds| ({symbol: max} from mark_dynamic: one program, an op
+    that cannot run padded is an error), or, with |bounds| None (sizes that
+    changed at run time), per bucket of the sizes (_Buckets)."""
     from torch._dynamo.backends.common import aot_autograd
     from torch._subclasses.fake_tensor import unset_fake_temporarily
 
-    def compile_bucketed(agm, examples):
-        t0 = time.perf_counter()
+    def compile_graph(agm, examples):
         name = f"compiled_bucketed_{len(list(agm.graph.nodes))}nodes"
+        if bounds is None:
+            run = _Buckets(agm, examples, name)
+            run._boxed_call = True
+            return run
+        t0 = time.perf_counter()
         with unset_fake_temporarily():
             fn = BucketBuilder(agm, examples, name, bounds).build()
         _add_seconds("seconds", time.perf_counter() - t0)
         _count("bucketed")
         return fn
 
-    return aot_autograd(fw_compiler=compile_bucketed, inference_compiler=compile_bucketed,
+    return aot_autograd(fw_compiler=compile_graph, inference_compiler=compile_graph,
                         decompositions=decompositions(),
                         keep_inference_input_mutations=True)(gm, example_inputs)

@@ -190,18 +190,34 @@ def test_views_and_mutated_view_inputs(tpu):
     torch.testing.assert_close(base.cpu(), ref)
 
 
-def test_shape_changes_recompile_with_bounded_cache(tpu):
-    fn = torch.compile(lambda a: torch.softmax(a, -1) * 3, backend="tpu")
-    before = stats()["compiled_recompiles"]
-    for n in (4, 5, 6, 5):
+def test_changing_sizes_run_one_program_per_bucket(tpu):
+    fn = torch.compile(lambda a: torch.softmax(a, -1) * 3 + a.mean(0), backend="tpu")
+    before = stats()
+    for n in (4, 5, 6, 5, 13, 9):
         a = torch.randn(n, 7, device=tpu)
-        torch.testing.assert_close(fn(a).cpu(), torch.softmax(a.cpu(), -1) * 3, **F32)
-    # 4 static; 5 retraces with a symbolic size, specialised per shape
-    # (5, 6); the second 5 is a cache hit.
-    assert stats()["compiled_recompiles"] == before + 1
+        want = torch.softmax(a.cpu(), -1) * 3 + a.cpu().mean(0)
+        torch.testing.assert_close(fn(a).cpu(), want, **F32)
+    # 4 static; 5 retraces with a symbolic size: bucket 8 serves 5, 6, 5;
+    # 13 and 9 share bucket 16, the one recompile.
+    after = stats()
+    assert after["compiled_bucketed"] - before["compiled_bucketed"] == 2
+    assert after["compiled_recompiles"] - before["compiled_recompiles"] == 1
     x = torch.randn(3, 7, device=tpu)
     torch._dynamo.mark_dynamic(x, 0)
-    torch.testing.assert_close(fn(x).cpu(), torch.softmax(x.cpu(), -1) * 3, **F32)
+    torch.testing.assert_close(fn(x).cpu(), torch.softmax(x.cpu(), -1) * 3 + x.cpu().mean(0),
+                               **F32)
+
+
+def test_graph_that_cannot_run_padded_is_specialised_per_size(tpu):
+    # sort along the changing dim would read the padding: exact sizes instead
+    fn = torch.compile(lambda a: a.sort(0).values * 2, backend="tpu")
+    before = stats()
+    for n in (4, 5, 6, 5):
+        a = torch.randn(n, 3, device=tpu)
+        torch.testing.assert_close(fn(a).cpu(), a.cpu().sort(0).values * 2, **F32)
+    after = stats()
+    assert after["compiled_specializations"] - before["compiled_specializations"] == 2
+    assert after["compiled_bucketed"] == before["compiled_bucketed"]
 
 
 def test_op_without_rule_names_op_and_line(tpu):
