@@ -630,7 +630,9 @@ class _Buckets:
                        for x in examples for s in (x.shape if isinstance(x, torch.Tensor) else [x])
                        if isinstance(s, torch.SymInt)), None)
             self.upper[e] = int(up) if getattr(up, "is_Integer", False) else 2**31 - 1
-        self.padded = True  # False once an op refused padding
+        # False once an op refused padding, or when bucketing is turned off
+        # (TORCH_TPU_COMPILE_BUCKETS=0: one program per exact size)
+        self.padded = os.environ.get("TORCH_TPU_COMPILE_BUCKETS", "1") != "0"
         self.cache = collections.OrderedDict()
         self.max = int(os.environ.get("TORCH_TPU_COMPILE_MAX_SHAPES", "8"))
         self.lock = threading.Lock()
