@@ -20,13 +20,16 @@ covers the graph, its inputs, torch's version and configs; the fingerprint
 adds ours (the extension binary, our Python sources, the rule set, torch and
 Python versions), so another build never reads these entries. An entry that
 does not unpickle or replay is a cache miss or bypass inside PyTorch, which
-then compiles from scratch.
+then compiles from scratch. The folder is bounded (``prune``): the newest
+few other builds' folders are kept, and this build's entries beyond
+TORCH_TPU_COMPILE_CACHE_MAX_BYTES go oldest first.
 """
 import contextlib
 import dataclasses
 import functools
 import hashlib
 import os
+import shutil
 import sys
 import threading
 from typing import Any, Optional
@@ -234,6 +237,8 @@ def scope():
     holds both, is written inside this scope."""
     from torch._functorch import config as fconfig
 
+    from . import _compile
+
     root = cache_root()
     with _scope_lock:
         if root is None:
@@ -242,6 +247,7 @@ def scope():
             return
         old = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
         os.environ["TORCHINDUCTOR_CACHE_DIR"] = root
+        stores = _compile.stats()["compiled_cache_stores"]
         try:
             with fconfig.patch(bundled_autograd_cache=True,
                                force_non_lazy_backward_lowering=True):
@@ -251,3 +257,50 @@ def scope():
                 os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)
             else:
                 os.environ["TORCHINDUCTOR_CACHE_DIR"] = old
+            if _compile.stats()["compiled_cache_stores"] != stores or not _pruned:
+                prune(root)
+
+
+# -- bounds -----------------------------------------------------------------------
+
+# Folders of other builds kept besides this one (a rebuild, another torch).
+KEEP_OTHER_BUILDS = 2
+_pruned = False
+
+
+def _max_bytes():
+    return int(os.environ.get("TORCH_TPU_COMPILE_CACHE_MAX_BYTES", str(1 << 30)))
+
+
+def prune(root):
+    """Bounds the AOTAutograd entries: folders of other builds beyond the
+    KEEP_OTHER_BUILDS most recently used go, and this build's entries beyond
+    TORCH_TPU_COMPILE_CACHE_MAX_BYTES (default 1 GiB) go oldest first.
+    Another process may be reading or writing: a vanished file is just a
+    miss for it, and every error here is ignored (the cache stays usable)."""
+    global _pruned
+    _pruned = True
+    base = os.path.dirname(root)
+    try:
+        if os.path.isdir(root):
+            os.utime(root)  # this build is the most recently used
+        others = sorted((e for e in os.scandir(base) if e.is_dir() and e.path != root),
+                        key=lambda e: e.stat().st_mtime, reverse=True)
+        for e in others[KEEP_OTHER_BUILDS:]:
+            shutil.rmtree(e.path, ignore_errors=True)
+        files = []
+        for d, _, names in os.walk(root):
+            for n in names:
+                p = os.path.join(d, n)
+                with contextlib.suppress(OSError):
+                    st = os.stat(p)
+                    files.append((st.st_mtime, st.st_size, p))
+        total, limit = sum(f[1] for f in files), _max_bytes()
+        for _, size, p in sorted(files):
+            if total <= limit:
+                break
+            with contextlib.suppress(OSError):
+                os.unlink(p)
+                total -= size
+    except OSError:
+        pass

@@ -378,6 +378,30 @@ def test_damaged_aot_autograd_entries_recompile(tmp_path):
     torch.testing.assert_close(again["losses"], cold["losses"], rtol=1e-6, atol=0)
 
 
+def test_aot_autograd_cache_folder_is_bounded(tmp_path):
+    from torch_tpu import _compile_cache
+
+    base = tmp_path / "torch_compile"
+    for i, name in enumerate(("old1", "old2", "old3")):  # other builds' folders
+        (base / name).mkdir(parents=True)
+        (base / name / "entry").write_bytes(b"x" * 10)
+        os.utime(base / name, (1000 + i, 1000 + i))
+    root = base / "current"
+    root.mkdir()
+    for i in range(5):  # 5 entries of 100 bytes, oldest first
+        (root / f"e{i}").write_bytes(b"y" * 100)
+        os.utime(root / f"e{i}", (2000 + i, 2000 + i))
+    os.environ["TORCH_TPU_COMPILE_CACHE_MAX_BYTES"] = "250"
+    try:
+        _compile_cache.prune(str(root))
+    finally:
+        del os.environ["TORCH_TPU_COMPILE_CACHE_MAX_BYTES"]
+    # the two most recently used other builds stay; the oldest goes
+    assert sorted(p.name for p in base.iterdir()) == ["current", "old2", "old3"]
+    # this build: the newest entries within 250 bytes
+    assert sorted(p.name for p in root.iterdir()) == ["e3", "e4"]
+
+
 def test_cache_off_stores_no_aot_autograd_entries(tmp_path):
     off = _aot_run("0")
     assert off["stores"] == 0 and off["loads"] == 0 and off["programs"] > 0
