@@ -14,6 +14,15 @@ automatic dynamic after a shape change) is specialized per concrete shape
 at run time, in a bounded LRU cache (``TORCH_TPU_COMPILE_MAX_SHAPES``,
 default 8); each specialization after the first counts as a recompile.
 
+Random ops (dropout, rand, randn, bernoulli, randint, in-place inits) draw
+from the tpu default generator exactly as eager does: a graph that draws
+takes the generator's (seed, offset) as a hidden input, each op draws at the
+offset the same eager call would get, and each run advances the generator by
+what the graph drew. A compiled graph thus draws eager's numbers for the same
+ops from the same state, and ``torch.manual_seed`` reproduces a run. The
+random factories are decomposed as eager runs them (an empty tensor and the
+in-place draw) for the same reason.
+
 Bounded dynamism (shape bucketing): when every symbolic size has an upper
 bound (``torch_tpu.mark_dynamic(t, dim, max=N)``, or
 ``torch._dynamo.mark_dynamic(t, dim, min=.., max=N)``), forward, backward and
@@ -89,6 +98,75 @@ def has_rule(op):
     return _rule_name(op) in _rules()
 
 
+def _random_factories():
+    """Random factories as eager runs them: an empty tensor filled by the
+    in-place draw (here its functional form), so that a compiled graph makes
+    the same draws, from the same generator offsets, as eager."""
+    aten = torch.ops.aten
+
+    random_from = getattr(aten.random, "from")
+
+    def empty(size, dtype, device):
+        return aten.empty.memory_format(size, dtype=dtype or torch.get_default_dtype(),
+                                        device=device)
+
+    def like(self, dtype, device):
+        return aten.empty_like.default(self, dtype=dtype or self.dtype,
+                                       device=device or self.device)
+
+    def rand(size, *, generator=None, dtype=None, device=None, **_):
+        return aten.uniform.default(empty(size, dtype, device), 0.0, 1.0, generator=generator)
+
+    def randn(size, *, generator=None, dtype=None, device=None, **_):
+        x = empty(size, dtype, device)
+        return aten.normal.float_float(0.0, 1.0, size, generator=generator, dtype=x.dtype,
+                                       device=x.device)
+
+    def randint(high, size, *, generator=None, dtype=torch.int64, device=None, **_):
+        return randint_low(0, high, size, generator=generator, dtype=dtype, device=device)
+
+    def randint_low(low, high, size, *, generator=None, dtype=torch.int64, device=None, **_):
+        return random_from(empty(size, dtype or torch.int64, device), low, high,
+                                 generator=generator)
+
+    def rand_like(self, *, generator=None, dtype=None, device=None, **_):
+        return aten.uniform.default(like(self, dtype, device), 0.0, 1.0, generator=generator)
+
+    def randn_like(self, *, generator=None, dtype=None, device=None, **_):
+        x = like(self, dtype, device)
+        return aten.normal.float_float(0.0, 1.0, list(x.shape), generator=generator,
+                                       dtype=x.dtype, device=x.device)
+
+    def randint_like(self, high, *, generator=None, dtype=None, device=None, **_):
+        return random_from(like(self, dtype, device), 0, high, generator=generator)
+
+    def randint_like_low(self, low, high, *, generator=None, dtype=None, device=None, **_):
+        return random_from(like(self, dtype, device), low, high, generator=generator)
+
+    return {
+        aten.rand.default: rand, aten.rand.generator: rand,
+        aten.randn.default: randn, aten.randn.generator: randn,
+        aten.randint.default: randint, aten.randint.generator: randint,
+        aten.randint.low: randint_low, aten.randint.low_generator: randint_low,
+        aten.rand_like.default: rand_like, aten.rand_like.generator: rand_like,
+        aten.randn_like.default: randn_like, aten.randn_like.generator: randn_like,
+        aten.randint_like.default: randint_like, aten.randint_like.generator: randint_like,
+        aten.randint_like.low_dtype: randint_like_low,
+        aten.randint_like.low_generator_dtype: randint_like_low,
+    }
+
+
+def _draws_random(node):
+    return isinstance(node.target, torch._ops.OpOverload) and \
+        torch.Tag.nondeterministic_seeded in node.target.tags
+
+
+def draws_random(gm):
+    """Whether an AOT graph draws random numbers (its program then takes the
+    tpu generator's state as a hidden input)."""
+    return any(n.op == "call_function" and _draws_random(n) for n in gm.graph.nodes)
+
+
 @functools.lru_cache(maxsize=None)
 def decompositions():
     """PyTorch's decompositions for exactly the ops that have no C rule, so
@@ -96,7 +174,7 @@ def decompositions():
     and XLA sees them as written."""
     from torch._decomp import core_aten_decompositions, decomposition_table
 
-    table = {}
+    table = dict(_random_factories())
     for source in (decomposition_table, core_aten_decompositions()):
         for op, fn in source.items():
             if isinstance(op, torch._ops.OpOverload) and not has_rule(op):
@@ -162,7 +240,7 @@ class _Builder:
         specs = [_type_spec(example_inputs[i], f"{name} input {i}") for i in tensor_pos]
         from ._compile_cache import RecordingProgram
 
-        self.prog = RecordingProgram(specs)
+        self.prog = RecordingProgram(specs, draws_random(gm))
         ids = self.prog.inputs()
         self.constants = {self.placeholders[i]: v for i, v in self.baked.items()}
         self.env = {self.placeholders[i]: ids[k] for k, i in enumerate(tensor_pos)}

@@ -52,13 +52,14 @@ class Ref:
 class Tape:
     """The calls that built one program, replayable in a fresh process."""
 
-    def __init__(self, specs):
+    def __init__(self, specs, random=False):
         self.specs = specs
+        self.random = random  # the program takes the generator state
         self.inputs = None
         self.calls = []
 
     def replay(self):
-        prog = _C.Program(self.specs)
+        prog = _C.Program(self.specs, self.random)
         ids = dict(zip(self.inputs, prog.inputs()))
 
         def decode(a, tensors):
@@ -90,9 +91,9 @@ class Tape:
 class RecordingProgram:
     """``_C.Program`` that also writes each call onto a Tape."""
 
-    def __init__(self, specs):
-        self.prog = _C.Program(specs)
-        self.tape = Tape(specs)
+    def __init__(self, specs, random=False):
+        self.prog = _C.Program(specs, random)
+        self.tape = Tape(specs, random)
         self.tape.inputs = self.prog.inputs()
 
     def inputs(self):
