@@ -132,10 +132,12 @@ class Program {
 
   // Lowers one node: |args| in schema order (defaults filled in), tensors
   // given as stand-in tensors listed with their graph values in |tensors|.
-  // Returns the result values (lower.h's order).
+  // A random op draws with generator state |rng_state| (a u64[2] value),
+  // or by default at the next offset of the run's state. Returns the result
+  // values (lower.h's order).
   std::vector<int> lower(const std::string& name, const std::string& overload,
                          py::sequence args, py::sequence tensors,
-                         const std::vector<TypeSpec>& out_specs) {
+                         const std::vector<TypeSpec>& out_specs, int rng_state) {
     const std::string full = overload.empty() || overload == "default"
                                  ? name : name + "." + overload;
     auto op = c10::Dispatcher::singleton().findSchemaOrThrow(
@@ -178,13 +180,24 @@ class Program {
     }
     std::vector<tpr_type_t> out_types;
     for (const auto& t : out_specs) out_types.push_back(make_type(t, full.c_str()));
-    if (gen_index >= 0) cargs[gen_index].value = draw_state(g, full, out_types);
+    if (gen_index >= 0)
+      cargs[gen_index].value = rng_state >= 0 ? rng_state : draw_state(full, out_types);
     std::vector<tpr_value_t> outs(out_types.size(), TPR_VALUE_NONE);
     tpr_lower_ctx_t ctx = {g, full.c_str(), cargs.data(), static_cast<int32_t>(cargs.size()),
                            out_types.data(), static_cast<int32_t>(out_types.size()),
                            outs.data()};
     check(tpr_lower(&ctx));
     return {outs.begin(), outs.end()};
+  }
+
+  // The generator state (u64[2]) a random op with outputs |out_specs| would
+  // draw with at this point, reserved for it: for ops whose state is also
+  // saved (activation checkpointing's run_and_save_rng_state) to draw
+  // again later with run_with_rng_state.
+  int reserve_state(const std::string& op, const std::vector<TypeSpec>& out_specs) {
+    std::vector<tpr_type_t> out_types;
+    for (const auto& t : out_specs) out_types.push_back(make_type(t, op.c_str()));
+    return draw_state(op, out_types);
   }
 
   // Converts |v| to |dtype| and broadcasts it to |shape| (copy_ epilogues).
@@ -299,8 +312,8 @@ class Program {
 
   // The generator state of the next random op: the run's (seed, offset)
   // plus the counters the ops before it reserved.
-  tpr_value_t draw_state(tpr_graph_t* g, const std::string& op,
-                         const std::vector<tpr_type_t>& out_types) {
+  tpr_value_t draw_state(const std::string& op, const std::vector<tpr_type_t>& out_types) {
+    tpr_graph_t* g = tpr_program_graph(p_);
     TORCH_CHECK(rng_state_ != TPR_VALUE_NONE, op, " draws random numbers, but its "
                 "compiled graph was built without a generator input");
     tpr_value_t st = rng_state_;
@@ -332,7 +345,9 @@ void init_program_bindings(py::module& m) {
       .def(py::init<const std::vector<TypeSpec>&, bool>(), py::arg("inputs"),
            py::arg("random") = false)
       .def("inputs", &Program::inputs)
-      .def("lower", &Program::lower)
+      .def("lower", &Program::lower, py::arg("name"), py::arg("overload"), py::arg("args"),
+           py::arg("tensors"), py::arg("out_specs"), py::arg("rng_state") = -1)
+      .def("reserve_state", &Program::reserve_state)
       .def("convert", &Program::convert)
       .def("set_dimension_size", &Program::set_dimension_size)
       .def("set_dimension_static", &Program::set_dimension_static)

@@ -10,7 +10,6 @@ import textwrap
 import pytest
 import torch
 from torch import nn
-from torch.nn import functional as F
 
 import torch_tpu
 from torch_tpu._compile import TpuCompileError

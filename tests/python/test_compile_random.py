@@ -9,6 +9,7 @@ import pytest
 import torch
 from torch import nn
 from torch.nn import functional as F
+from torch.utils.checkpoint import checkpoint
 
 import torch_tpu
 
@@ -92,6 +93,40 @@ def test_random_factories_draw_what_eager_draws(tpu):
     assert torch.equal(rng_state(), ref_state)
 
 
+def sampling_ops(x, w):
+    q = x.view(1, 2, 4, 6)
+    return (torch.randperm(10, device=x.device), torch.multinomial(w, 3),
+            torch.multinomial(w, 8, replacement=True),
+            F.scaled_dot_product_attention(q, q, q, dropout_p=0.3),
+            F.rrelu(x, training=True), F.alpha_dropout(x, 0.2, training=True),
+            F.dropout2d(x.view(1, 8, 6, 1), 0.5, training=True))
+
+
+def test_sampling_and_attention_dropout_draw_what_eager_draws(tpu):
+    x, w = torch.randn(8, 6).to(tpu), torch.rand(2, 10).to(tpu)
+    torch.tpu.manual_seed(4)
+    ref = [t.cpu() for t in sampling_ops(x, w)]
+    ref_state = rng_state()
+    torch.tpu.manual_seed(4)
+    out = [t.cpu() for t in torch.compile(sampling_ops, backend="tpu", fullgraph=True)(x, w)]
+    for o, r in zip(out, ref):
+        torch.testing.assert_close(o, r, **F32)
+    assert torch.equal(rng_state(), ref_state)
+
+
+def test_transformer_training_with_dropout_equals_eager(tpu):
+    torch.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(32, 4, 64, dropout=0.2, batch_first=True).to(tpu)
+    x = torch.randn(2, 10, 32).to(tpu)
+    torch.tpu.manual_seed(6)
+    ref, ref_grads = train_step(layer, layer, x)
+    torch.tpu.manual_seed(6)
+    out, grads = train_step(layer, torch.compile(layer, backend="tpu"), x)
+    torch.testing.assert_close(out, ref, **F32)
+    for g, gr in zip(grads, ref_grads):
+        torch.testing.assert_close(g, gr, **F32)
+
+
 def test_successive_calls_draw_different_numbers(tpu):
     fn = torch.compile(lambda v: F.dropout(v, 0.5) + torch.rand_like(v), backend="tpu")
     x = torch.ones(256, device=tpu)
@@ -127,6 +162,33 @@ def test_backward_uses_the_forward_mask(tpu):
     assert dropped.any() and (~dropped).any()
     assert torch.equal(grad == 0, dropped)  # zero exactly where the output was dropped
     torch.testing.assert_close(grad[~dropped], torch.full_like(grad[~dropped], 3.0 / (1 - p)))
+
+
+def test_activation_checkpointing_recomputes_the_forward_mask(tpu):
+    """The recompute draws with the state the forward saved
+    (run_and_save_rng_state / run_with_rng_state), in eager and compiled."""
+    torch.manual_seed(0)
+    lin = nn.Linear(16, 16).to(tpu)
+    x = torch.randn(8, 16).to(tpu).requires_grad_()
+
+    def block(v):
+        return F.dropout(torch.relu(lin(v)), 0.5) * 2
+
+    def checkpointed(v):
+        return checkpoint(block, v, use_reentrant=False)
+
+    results = []
+    for fn in (block, checkpointed, torch.compile(checkpointed, backend="tpu")):
+        torch.tpu.manual_seed(1)
+        x.grad = lin.weight.grad = None
+        out = fn(x)
+        out.square().sum().backward()
+        results.append((out.detach().cpu(), x.grad.cpu(), lin.weight.grad.cpu(), rng_state()))
+    ref = results[0]
+    for got in results[1:]:
+        for a, b in zip(got[:3], ref[:3]):
+            torch.testing.assert_close(a, b, **F32)
+        assert torch.equal(got[3], ref[3])  # the recompute drew nothing new
 
 
 def test_dropout_statistics(tpu):
@@ -183,9 +245,14 @@ def test_bucketed_graphs_draw_and_reproduce(tpu):
 PROCESS_CODE = textwrap.dedent("""
     import torch, torch_tpu
     from torch import nn
+    from torch.utils.checkpoint import checkpoint
     torch.manual_seed(0)
     m = nn.Sequential(nn.Linear(16, 64), nn.ReLU(), nn.Dropout(0.5), nn.Linear(64, 4)).to("tpu")
     x = torch.randn(8, 16).to("tpu")
+
+    def model(v):  # the second dropout recomputed in the backward
+        return checkpoint(lambda u: torch.nn.functional.dropout(u, 0.3), m(v),
+                          use_reentrant=False)
 
     def step(fn):
         for p in m.parameters():
@@ -194,11 +261,11 @@ PROCESS_CODE = textwrap.dedent("""
         out.square().mean().backward()
         return [out.detach().cpu()] + [p.grad.cpu() for p in m.parameters()]
 
-    compiled = torch.compile(m, backend="tpu")
+    compiled = torch.compile(model, backend="tpu")
     torch.manual_seed(42)
     runs = [step(compiled) for _ in range(2)] + [torch.randn(4, device="tpu").cpu()]
     torch.manual_seed(42)
-    ref = [step(m) for _ in range(2)] + [torch.randn(4, device="tpu").cpu()]
+    ref = [step(model) for _ in range(2)] + [torch.randn(4, device="tpu").cpu()]
     torch.save({"compiled": runs, "eager": ref}, OUT)
     s = torch.tpu._get_cache_stats()
     print("STATS", s["compiled_programs"], s["compiled_cache_loads"])
