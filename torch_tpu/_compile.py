@@ -21,7 +21,9 @@ offset the same eager call would get, and each run advances the generator by
 what the graph drew. A compiled graph thus draws eager's numbers for the same
 ops from the same state, and ``torch.manual_seed`` reproduces a run. The
 random factories are decomposed as eager runs them (an empty tensor and the
-in-place draw) for the same reason.
+in-place draw) for the same reason. Under activation checkpointing the
+forward returns the state a recomputed op drew with, and the backward draws
+again with it.
 
 Bounded dynamism (shape bucketing): when every symbolic size has an upper
 bound (``torch_tpu.mark_dynamic(t, dim, max=N)``, or
