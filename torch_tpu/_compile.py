@@ -20,6 +20,17 @@ change (automatic dynamic) get one executable per bucket (the next power of
 two), or per exact size where an op cannot run padded, in a bounded LRU
 cache (``TORCH_TPU_COMPILE_MAX_SHAPES``, default 8); each executable after a
 graph's first counts as a recompile.
+
+Random ops (dropout, rand, randn, bernoulli, randint, in-place inits) draw
+from the tpu default generator exactly as eager does: a graph that draws
+takes the generator's (seed, offset) as a hidden input, each op draws at the
+offset the same eager call would get, and each run advances the generator by
+what the graph drew. A compiled graph thus draws eager's numbers for the same
+ops from the same state, and ``torch.manual_seed`` reproduces a run. The
+random factories are decomposed as eager runs them (an empty tensor and the
+in-place draw) for the same reason. Under activation checkpointing the
+forward returns the state a recomputed op drew with, and the backward draws
+again with it.
 """
 import collections
 import functools
@@ -90,6 +101,90 @@ def has_rule(op):
     return _rule_name(op) in _rules()
 
 
+def _random_factories():
+    """Random factories as eager runs them: an empty tensor filled by the
+    in-place draw (here its functional form), so that a compiled graph makes
+    the same draws, from the same generator offsets, as eager."""
+    aten = torch.ops.aten
+
+    random_from = getattr(aten.random, "from")
+
+    def empty(size, dtype, device):
+        return aten.empty.memory_format(size, dtype=dtype or torch.get_default_dtype(),
+                                        device=device)
+
+    def like(self, dtype, device):
+        return aten.empty_like.default(self, dtype=dtype or self.dtype,
+                                       device=device or self.device)
+
+    def rand(size, *, generator=None, dtype=None, device=None, **_):
+        return aten.uniform.default(empty(size, dtype, device), 0.0, 1.0, generator=generator)
+
+    def randn(size, *, generator=None, dtype=None, device=None, **_):
+        x = empty(size, dtype, device)
+        return aten.normal.float_float(0.0, 1.0, size, generator=generator, dtype=x.dtype,
+                                       device=x.device)
+
+    def randint(high, size, *, generator=None, dtype=torch.int64, device=None, **_):
+        return randint_low(0, high, size, generator=generator, dtype=dtype, device=device)
+
+    def randint_low(low, high, size, *, generator=None, dtype=torch.int64, device=None, **_):
+        return random_from(empty(size, dtype or torch.int64, device), low, high,
+                                 generator=generator)
+
+    def rand_like(self, *, generator=None, dtype=None, device=None, **_):
+        return aten.uniform.default(like(self, dtype, device), 0.0, 1.0, generator=generator)
+
+    def randn_like(self, *, generator=None, dtype=None, device=None, **_):
+        x = like(self, dtype, device)
+        return aten.normal.float_float(0.0, 1.0, list(x.shape), generator=generator,
+                                       dtype=x.dtype, device=x.device)
+
+    def randint_like(self, high, *, generator=None, dtype=None, device=None, **_):
+        return random_from(like(self, dtype, device), 0, high, generator=generator)
+
+    def randint_like_low(self, low, high, *, generator=None, dtype=None, device=None, **_):
+        return random_from(like(self, dtype, device), low, high, generator=generator)
+
+    def randperm(n, *, dtype=torch.int64, device=None, **_):
+        return aten.randperm.generator(n, generator=None, dtype=dtype, device=device)
+
+    return {
+        aten.randperm.default: randperm,
+        aten.rand.default: rand, aten.rand.generator: rand,
+        aten.randn.default: randn, aten.randn.generator: randn,
+        aten.randint.default: randint, aten.randint.generator: randint,
+        aten.randint.low: randint_low, aten.randint.low_generator: randint_low,
+        aten.rand_like.default: rand_like, aten.rand_like.generator: rand_like,
+        aten.randn_like.default: randn_like, aten.randn_like.generator: randn_like,
+        aten.randint_like.default: randint_like, aten.randint_like.generator: randint_like,
+        aten.randint_like.low_dtype: randint_like_low,
+        aten.randint_like.low_generator_dtype: randint_like_low,
+    }
+
+
+def _rng_hops():
+    """Activation checkpointing's RNG wrappers: the forward runs a random op
+    and saves the state it drew with, the backward's recompute draws again
+    with that state."""
+    from torch._prims.rng_prims import run_and_save_rng_state, run_with_rng_state
+
+    return run_and_save_rng_state, run_with_rng_state
+
+
+def _draws_random(node):
+    if node.target is _rng_hops()[0]:
+        return True
+    return isinstance(node.target, torch._ops.OpOverload) and \
+        torch.Tag.nondeterministic_seeded in node.target.tags
+
+
+def draws_random(gm):
+    """Whether an AOT graph draws random numbers (its program then takes the
+    tpu generator's state as a hidden input)."""
+    return any(n.op == "call_function" and _draws_random(n) for n in gm.graph.nodes)
+
+
 @functools.lru_cache(maxsize=None)
 def decompositions():
     """PyTorch's decompositions for exactly the ops that have no C rule, so
@@ -101,7 +196,7 @@ def decompositions():
     # on the device) into fake tensors; decomposed to alias they would reach
     # the fake mode as real tensors.
     keep = {torch.ops.aten.lift.default, torch.ops.aten.lift_fresh.default}
-    table = {}
+    table = dict(_random_factories())
     for source in (decomposition_table, core_aten_decompositions()):
         for op, fn in source.items():
             if isinstance(op, torch._ops.OpOverload) and not has_rule(op) and op not in keep:
@@ -130,16 +225,18 @@ def _where(node):
     return f"(graph node {node.name})"
 
 
-def _schema_args(op, node):
-    """The node's arguments in schema order, defaults filled in."""
+def _schema_args(op, node, args=None, kwargs=None):
+    """The node's arguments (or |args|, |kwargs|) in schema order, defaults
+    filled in."""
     schema = op._schema
     out = []
-    pos = list(node.args)
+    pos = list(node.args if args is None else args)
+    kwargs = node.kwargs if kwargs is None else kwargs
     for i, a in enumerate(schema.arguments):
         if i < len(pos) and not a.kwarg_only:
             out.append(pos[i])
-        elif a.name in node.kwargs:
-            out.append(node.kwargs[a.name])
+        elif a.name in kwargs:
+            out.append(kwargs[a.name])
         elif a.has_default_value():
             out.append(a.default_value)
         else:
@@ -156,6 +253,22 @@ def _flat_vals(val):
     return []
 
 
+def _meta_val(op, args, kwargs):
+    """|op|'s result on meta tensors shaped like the graph values |args|
+    (the partitioner leaves its RNG wrappers without a "val")."""
+    def meta(a):
+        if isinstance(a, torch.fx.Node):
+            v = a.meta["val"]
+            return torch.empty(v.shape, dtype=v.dtype, device="meta") \
+                if isinstance(v, torch.Tensor) else v
+        if isinstance(a, torch.device):
+            return torch.device("meta")
+        return a
+
+    args, kwargs = torch.utils._pytree.tree_map(meta, (list(args), dict(kwargs)))
+    return op(*args, **kwargs)
+
+
 class _Builder:
     def __init__(self, gm, example_inputs, name):
         self.gm, self.name = gm, name
@@ -164,10 +277,14 @@ class _Builder:
         # in as constants; the runner checks they still hold.
         self.baked = {i: v for i, v in enumerate(example_inputs) if isinstance(v, int)}
         tensor_pos = [i for i in range(len(example_inputs)) if i not in self.baked]
-        specs = [_type_spec(example_inputs[i], f"{name} input {i}") for i in tensor_pos]
+        # Generator states saved by the forward (run_and_save_rng_state): the
+        # u64[2] values that forward's program returned for them.
+        saved_states = {n.args[0] for n in gm.graph.nodes if n.target is _rng_hops()[1]}
+        specs = [(torch.uint64, [2]) if self.placeholders[i] in saved_states else
+                 _type_spec(example_inputs[i], f"{name} input {i}") for i in tensor_pos]
         from ._compile_cache import RecordingProgram
 
-        self.prog = RecordingProgram(specs)
+        self.prog = RecordingProgram(specs, draws_random(gm))
         ids = self.prog.inputs()
         self.constants = {self.placeholders[i]: v for i, v in self.baked.items()}
         self.env = {self.placeholders[i]: ids[k] for k, i in enumerate(tensor_pos)}
@@ -207,37 +324,59 @@ class _Builder:
             base, idx = node.args
             self.env[node] = self.env[base][idx]
             return
+        if op in _rng_hops():
+            self.env[node] = self._lower_rng_hop(node)
+            return
         if not isinstance(op, torch._ops.OpOverload):
             raise TpuCompileError(
                 f"{self.name}: unsupported call {op} in a compiled tpu graph, at\n{_where(node)}")
-        name = _rule_name(op)
         if op is torch.ops.aten.copy_.default and node.args[0] in self.input_index:
             self.mutations.append((node.args[0], node.args[1]))
             self.env[node] = self.env[node.args[1]]
             return
+        self.env[node] = self._lower_op(node, op, node.args, node.kwargs, node.meta.get("val"))
+
+    def _lower_rng_hop(self, node):
+        """run_and_save_rng_state(op, *args): op's results after the state it
+        drew with; run_with_rng_state(state, op, *args): op drawing with it."""
+        save, _ = _rng_hops()
+        if node.target is save:
+            op, *args = node.args
+            val = _meta_val(op, args, node.kwargs)
+            specs = [self._spec(o, _rule_name(op)) for o in _flat_vals(val)]
+            state = self.prog.reserve_state(op._schema.name, specs)
+            self.saved_states.add(state)
+            return [state, self._lower_op(node, op, args, node.kwargs, val, state)]
+        state, op, *args = node.args
+        val = _meta_val(op, args, node.kwargs)
+        return self._lower_op(node, op, args, node.kwargs, val, self.env[state])
+
+    def _lower_op(self, node, op, args, kwargs, val, rng_state=-1):
+        """Lowers |op| on |args| for |node|; returns its value (a list for
+        tuple results)."""
+        name = _rule_name(op)
         if not has_rule(op):
             raise TpuCompileError(
                 f"{name} has no tpu lowering (needed by a compiled graph), at\n{_where(node)}")
         tensors = []
         args = [self._arg(a, tensors, s.type)
-                for a, s in zip(_schema_args(op, node), op._schema.arguments)]
-        val = node.meta.get("val")
+                for a, s in zip(_schema_args(op, node, args, kwargs), op._schema.arguments)]
         outs = _flat_vals(val)
         try:
             ids = self.prog.lower(op._schema.name, op._overloadname, args, tensors,
-                                  [self._spec(o, name) for o in outs])
+                                  [self._spec(o, name) for o in outs], rng_state)
         except Exception as e:
             raise TpuCompileError(f"{name}: {e}\n  at {_where(node)}") from e
         if isinstance(val, (tuple, list)):
             it = iter(ids)
-            self.env[node] = [next(it) if isinstance(v, torch.Tensor) else None for v in val]
-        else:
-            self.env[node] = ids[0] if ids else None
+            return [next(it) if isinstance(v, torch.Tensor) else None for v in val]
+        return ids[0] if ids else None
 
     def _lower_nodes(self):
         """Lowers every node in graph order (constants kept aside); returns
         the output node's values."""
         self.mutations = []
+        self.saved_states = set()
         outputs = None
         for node in self.gm.graph.nodes:
             if node.op == "placeholder":
@@ -265,7 +404,8 @@ class _Builder:
                 layout.append(("input", self.input_index[o]))
             elif isinstance(o, torch.fx.Node):
                 val = o.meta.get("val")
-                self.prog.add_output(self.env[o], -1, val.dtype)
+                saved = self.env[o] in self.saved_states  # u64[2], whatever its meta says
+                self.prog.add_output(self.env[o], -1, torch.uint64 if saved else val.dtype)
                 layout.append(("out", fresh))
                 fresh += 1
             else:

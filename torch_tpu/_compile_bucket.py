@@ -35,7 +35,7 @@ import torch
 
 from . import _C
 from ._compile import (TpuCompileError, _Builder, _add_seconds, _count, _flat_vals,
-                       _rule_name, _schema_args, _where, decompositions)
+                       _rule_name, _schema_args, _where, decompositions, draws_random)
 
 aten = torch.ops.aten
 
@@ -82,12 +82,16 @@ def bounded_symbols(example_inputs):
 _POSITIONWISE = frozenset("""
     _to_copy clone alias detach lift_fresh_copy tril triu cumsum embedding
     native_layer_norm convolution
-""".split())
+""".split()) | frozenset("""
+    native_dropout native_dropout_backward bernoulli bernoulli.p bernoulli.Tensor uniform
+    normal_functional normal.Tensor_float normal.float_Tensor normal.Tensor_Tensor
+    random random.to random.from exponential
+""".split())  # random draws: drawn at the bounds, every position independent
 # Factories: sizes may be symbolic (the padding gets the same fill).
 _FACTORIES = frozenset("""
     full zeros ones empty.memory_format scalar_tensor arange arange.start
     arange.start_step full_like zeros_like ones_like empty_like new_zeros
-    new_ones new_full new_empty
+    new_ones new_full new_empty normal.float_float
 """.split())
 _LAYOUT = frozenset("""
     view _unsafe_view reshape permute transpose.int t unsqueeze squeeze
@@ -221,7 +225,7 @@ class BucketBuilder(_Builder):
                 self.baked[i] = x
         specs = [self._spec(example_inputs[i], f"{name} input {i}") for i in self.tensor_pos]
         specs += [(torch.int32, [])] * len(self.symbols)
-        self.prog = _C.Program(specs)
+        self.prog = _C.Program(specs, draws_random(gm))
         ids = self.prog.inputs()
         self.size_vals = {e: _Val(v, torch.int32, []) for e, v in
                           zip(self.symbols, ids[len(self.tensor_pos):])}

@@ -55,13 +55,14 @@ class Ref:
 class Tape:
     """The calls that built one program, replayable in a fresh process."""
 
-    def __init__(self, specs):
+    def __init__(self, specs, random=False):
         self.specs = specs
+        self.random = random  # the program takes the generator state
         self.inputs = None
         self.calls = []
 
     def replay(self):
-        prog = _C.Program(self.specs)
+        prog = _C.Program(self.specs, self.random)
         ids = dict(zip(self.inputs, prog.inputs()))
 
         def decode(a, tensors):
@@ -76,11 +77,14 @@ class Tape:
         for call in self.calls:
             kind = call[0]
             if kind == "lower":
-                _, name, overload, args, out_specs, results = call
+                _, name, overload, args, out_specs, rng_state, results = call
                 tensors = []
                 got = prog.lower(name, overload, [decode(a, tensors) for a in args], tensors,
-                                 out_specs)
+                                 out_specs, ids[rng_state] if rng_state >= 0 else -1)
                 ids.update(zip(results, got))
+            elif kind == "reserve_state":
+                _, name, out_specs, result = call
+                ids[result] = prog.reserve_state(name, out_specs)
             elif kind == "convert":
                 _, v, dtype, shape, result = call
                 ids[result] = prog.convert(ids[v], dtype, shape)
@@ -93,16 +97,16 @@ class Tape:
 class RecordingProgram:
     """``_C.Program`` that also writes each call onto a Tape."""
 
-    def __init__(self, specs):
-        self.prog = _C.Program(specs)
-        self.tape = Tape(specs)
+    def __init__(self, specs, random=False):
+        self.prog = _C.Program(specs, random)
+        self.tape = Tape(specs, random)
         self.tape.inputs = self.prog.inputs()
 
     def inputs(self):
         return list(self.tape.inputs)
 
-    def lower(self, name, overload, args, tensors, out_specs):
-        ids = self.prog.lower(name, overload, args, tensors, out_specs)
+    def lower(self, name, overload, args, tensors, out_specs, rng_state=-1):
+        ids = self.prog.lower(name, overload, args, tensors, out_specs, rng_state)
         standins = {id(t): v for t, v in tensors}
 
         def encode(a):
@@ -113,8 +117,13 @@ class RecordingProgram:
             return a
 
         self.tape.calls.append(("lower", name, overload, [encode(a) for a in args],
-                                out_specs, list(ids)))
+                                out_specs, rng_state, list(ids)))
         return ids
+
+    def reserve_state(self, name, out_specs):
+        r = self.prog.reserve_state(name, out_specs)
+        self.tape.calls.append(("reserve_state", name, out_specs, r))
+        return r
 
     def convert(self, v, dtype, shape):
         r = self.prog.convert(v, dtype, shape)

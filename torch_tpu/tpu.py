@@ -38,6 +38,14 @@ def init():
 _lazy_init = init
 
 
+def __getattr__(name):
+    # torch.cuda's flag, read by torch.utils.checkpoint before it saves and
+    # restores device RNG states (without it, recomputed dropout draws anew).
+    if name == "_initialized":
+        return is_initialized()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def _is_in_bad_fork():
     return False
 

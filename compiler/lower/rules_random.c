@@ -237,6 +237,7 @@ LW_DEFINE_TABLE(random,
     LW_RULE("uniform_", lower_uniform), LW_RULE("uniform", lower_uniform),
     LW_RULE("uniform.out", lower_uniform),
     LW_RULE("normal_", lower_normal_), LW_RULE("normal.out", lower_normal_),
+    LW_RULE("normal_functional", lower_normal_),  // normal_ in compiled graphs
     LW_RULE("normal.Tensor_float", lower_normal),
     LW_RULE("normal.Tensor_float_out", lower_normal),
     LW_RULE("normal.float_Tensor", lower_normal),

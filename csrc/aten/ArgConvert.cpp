@@ -21,6 +21,13 @@ bool draws_from_default_generator(const std::string& name) {
          name != "aten::native_dropout_backward";
 }
 
+uint64_t random_counters(const std::vector<tpr_type_t>& out_types) {
+  // Generous (the counter is 64-bit): no rule draws more than 4 per element.
+  uint64_t n = 0;
+  for (const auto& t : out_types) n += static_cast<uint64_t>(tpr_type_numel(&t));
+  return 4 * n + 4;
+}
+
 namespace {
 
 bool is_scalar_arg(const c10::Argument& a) {

@@ -39,6 +39,11 @@ class TensorArgSink {
 // default one (native_dropout): the caller appends a GENERATOR argument.
 bool draws_from_default_generator(const std::string& op_name);
 
+// Generator counters one random op reserves for its outputs. Eager calls and
+// compiled graphs both reserve exactly this, so a compiled graph draws the
+// numbers eager would draw for the same ops from the same generator state.
+uint64_t random_counters(const std::vector<tpr_type_t>& out_types);
+
 // Lists and strings that must outlive the C call.
 struct ArgStore {
   std::deque<std::vector<int64_t>> int_lists;

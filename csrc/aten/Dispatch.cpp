@@ -186,13 +186,6 @@ const tpr_tensor_ref_t* add_ref(CallState& st, const at::Tensor& t,
   return st.refs.push_back(tensor_ref(x, op));
 }
 
-uint64_t rng_increment(const std::vector<tpr_type_t>& outs) {
-  // Counter space a random op may use: generous, it is 64-bit.
-  uint64_t n = 0;
-  for (const auto& t : outs) n += static_cast<uint64_t>(tpr_type_numel(&t));
-  return 4 * n + 4;
-}
-
 // Eager tensors are windows into their storages.
 class EagerSink : public TensorArgSink {
  public:
@@ -604,7 +597,7 @@ bool run_native(const c10::OperatorHandle& op, torch::jit::Stack* stack,
     auto* impl = gen.get<TpuGeneratorImpl>();
     TORCH_CHECK(impl, name, ": expected a tpu generator");
     std::lock_guard<std::mutex> lock(gen.mutex());
-    auto so = impl->reserve(rng_increment(st.out_types));
+    auto so = impl->reserve(random_counters(st.out_types));
     st.args[gen_index].rng_state[0] = so.first;
     st.args[gen_index].rng_state[1] = so.second;
   }

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstring>
 #include <deque>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "aten/ArgConvert.h"
 #include "aten/TensorRef.h"
 #include "compile/Program.h"
+#include "core/TpuGenerator.h"
 #include "core/TpuStatus.h"
 
 extern "C" {
@@ -98,27 +100,44 @@ class GraphSink : public TensorArgSink {
   std::deque<std::vector<tpr_value_t>> lists_;
 };
 
+// Random ops draw from the device's default generator, as in eager: a
+// program with random ops gets the generator's (seed, offset) as a hidden
+// u64[2] last input; its ops draw at fixed offsets from it, in graph order,
+// each reserving what the same eager call reserves (random_counters); each
+// run reserves their total from the generator. The numbers are then those
+// eager draws for the same ops from the same generator state.
 class Program {
  public:
-  explicit Program(const std::vector<TypeSpec>& inputs) {
+  Program(const std::vector<TypeSpec>& inputs, bool random) {
     std::vector<tpr_type_t> types;
     for (const auto& t : inputs) types.push_back(make_type(t, "torch.compile input"));
+    num_inputs_ = types.size();
+    if (random) {
+      int64_t two = 2;
+      types.push_back(tpr_type_make(TPR_DTYPE_U64, 1, &two));
+    }
     inputs_.resize(types.size());
     check(tpr_program_create(types.data(), static_cast<int>(types.size()), &p_,
                              inputs_.data()));
+    if (random) rng_state_ = inputs_.back();
   }
   ~Program() { tpr_program_free(p_); }
   Program(const Program&) = delete;
   Program& operator=(const Program&) = delete;
 
-  std::vector<int> inputs() const { return {inputs_.begin(), inputs_.end()}; }
+  std::vector<int> inputs() const {
+    return {inputs_.begin(), inputs_.begin() + num_inputs_};
+  }
+
 
   // Lowers one node: |args| in schema order (defaults filled in), tensors
   // given as stand-in tensors listed with their graph values in |tensors|.
-  // Returns the result values (lower.h's order).
+  // A random op draws with generator state |rng_state| (a u64[2] value),
+  // or by default at the next offset of the run's state. Returns the result
+  // values (lower.h's order).
   std::vector<int> lower(const std::string& name, const std::string& overload,
                          py::sequence args, py::sequence tensors,
-                         const std::vector<TypeSpec>& out_specs) {
+                         const std::vector<TypeSpec>& out_specs, int rng_state) {
     const std::string full = overload.empty() || overload == "default"
                                  ? name : name + "." + overload;
     auto op = c10::Dispatcher::singleton().findSchemaOrThrow(
@@ -134,7 +153,8 @@ class Program {
     tpr_graph_t* g = tpr_program_graph(p_);
     ArgStore store;
     GraphSink sink(g, ids, full.c_str());
-    bool random = draws_from_default_generator(full);
+    bool has_generator = false;
+    int gen_index = -1;
     std::vector<tpr_eager_arg_t> eargs(args.size());
     std::vector<tpr_arg_t> cargs(args.size());
     for (size_t i = 0; i < args.size(); i++) {
@@ -142,21 +162,42 @@ class Program {
       c10::IValue v = torch::jit::toIValue(args[i], sa.real_type());
       tpr_eager_arg_t& ea = eargs[i];
       std::memset(&ea, 0, sizeof ea);
-      convert_arg(store, sink, sa, v, full.c_str(), ea, random);
+      convert_arg(store, sink, sa, v, full.c_str(), ea, has_generator);
       if (ea.arg.kind == TPR_ARG_TENSOR && ea.arg.is_scalar) ea.arg.value = sink.scalar(ea);
+      if (ea.arg.kind == TPR_ARG_GENERATOR) {
+        TORCH_CHECK_NOT_IMPLEMENTED(
+            v.isNone(), full, ": an explicit generator= is not supported in compiled "
+            "tpu graphs (they draw from the default tpu generator)");
+        gen_index = static_cast<int>(i);
+      }
       cargs[i] = ea.arg;
     }
-    TORCH_CHECK_NOT_IMPLEMENTED(
-        !random, full, " draws random numbers, which compiled tpu graphs do not "
-        "support yet (run it outside torch.compile, or in eval mode)");
+    if (gen_index < 0 && draws_from_default_generator(full)) {
+      cargs.emplace_back();
+      std::memset(&cargs.back(), 0, sizeof(tpr_arg_t));
+      cargs.back().kind = TPR_ARG_GENERATOR;
+      gen_index = static_cast<int>(cargs.size() - 1);
+    }
     std::vector<tpr_type_t> out_types;
     for (const auto& t : out_specs) out_types.push_back(make_type(t, full.c_str()));
+    if (gen_index >= 0)
+      cargs[gen_index].value = rng_state >= 0 ? rng_state : draw_state(full, out_types);
     std::vector<tpr_value_t> outs(out_types.size(), TPR_VALUE_NONE);
     tpr_lower_ctx_t ctx = {g, full.c_str(), cargs.data(), static_cast<int32_t>(cargs.size()),
                            out_types.data(), static_cast<int32_t>(out_types.size()),
                            outs.data()};
     check(tpr_lower(&ctx));
     return {outs.begin(), outs.end()};
+  }
+
+  // The generator state (u64[2]) a random op with outputs |out_specs| would
+  // draw with at this point, reserved for it: for ops whose state is also
+  // saved (activation checkpointing's run_and_save_rng_state) to draw
+  // again later with run_with_rng_state.
+  int reserve_state(const std::string& op, const std::vector<TypeSpec>& out_specs) {
+    std::vector<tpr_type_t> out_types;
+    for (const auto& t : out_specs) out_types.push_back(make_type(t, op.c_str()));
+    return draw_state(op, out_types);
   }
 
   // Converts |v| to |dtype| and broadcasts it to |shape| (copy_ epilogues).
@@ -210,8 +251,8 @@ class Program {
   // Runs on |inputs| (tensors of the input types); returns the fresh
   // outputs as new tensors. Mutated inputs are updated in place.
   std::vector<at::Tensor> run(const std::vector<at::Tensor>& inputs) {
-    TORCH_CHECK(inputs.size() == inputs_.size(), "compiled graph: expected ",
-                inputs_.size(), " inputs, got ", inputs.size());
+    TORCH_CHECK(inputs.size() == num_inputs_, "compiled graph: expected ",
+                num_inputs_, " inputs, got ", inputs.size());
     c10::Device device(c10::DeviceType::PrivateUse1, current_device());
     for (const auto& t : inputs)
       if (t.device().type() == c10::DeviceType::PrivateUse1) {
@@ -219,6 +260,7 @@ class Program {
         break;
       }
     std::vector<at::Tensor> args(inputs);
+    if (rng_state_ != TPR_VALUE_NONE) args.push_back(reserve_draws(device));
     std::vector<tpr_storage_t*> in_storages;
     for (size_t i = 0; i < args.size(); i++) {
       at::Tensor& t = args[i];
@@ -253,7 +295,43 @@ class Program {
   }
 
  private:
+  // This run's generator state (seed, offset) on |device|; advances the
+  // device's default generator past the counters the run draws.
+  at::Tensor reserve_draws(c10::Device device) {
+    at::Tensor state = at::empty({2}, at::TensorOptions().dtype(at::kUInt64));
+    {
+      at::Generator gen = default_generator(device.index());
+      std::lock_guard<std::mutex> lock(gen.mutex());
+      auto so = gen.get<TpuGeneratorImpl>()->reserve(rng_used_);
+      auto* p = static_cast<uint64_t*>(state.data_ptr());
+      p[0] = so.first;
+      p[1] = so.second;
+    }
+    return state.to(device);
+  }
+
+  // The generator state of the next random op: the run's (seed, offset)
+  // plus the counters the ops before it reserved.
+  tpr_value_t draw_state(const std::string& op, const std::vector<tpr_type_t>& out_types) {
+    tpr_graph_t* g = tpr_program_graph(p_);
+    TORCH_CHECK(rng_state_ != TPR_VALUE_NONE, op, " draws random numbers, but its "
+                "compiled graph was built without a generator input");
+    tpr_value_t st = rng_state_;
+    if (rng_used_ != 0) {
+      uint64_t step[2] = {0, rng_used_};
+      int64_t two = 2;
+      st = tpr_binary(g, TPR_BINARY_ADD, st,
+                      tpr_constant_dense(g, tpr_type_make(TPR_DTYPE_U64, 1, &two), step));
+      check(tpr_graph_status(g));
+    }
+    rng_used_ += random_counters(out_types);
+    return st;
+  }
+
   tpr_program_t* p_ = nullptr;
+  size_t num_inputs_ = 0;                     // without the generator state
+  tpr_value_t rng_state_ = TPR_VALUE_NONE;    // u64[2] input of random programs
+  uint64_t rng_used_ = 0;                     // counters reserved per run
   std::vector<tpr_value_t> inputs_;
   std::vector<int> mutated_;                  // input of each mutation output
   std::vector<c10::ScalarType> out_dtypes_;   // of each fresh output
@@ -264,9 +342,12 @@ class Program {
 
 void init_program_bindings(py::module& m) {
   py::class_<Program>(m, "Program")
-      .def(py::init<const std::vector<TypeSpec>&>())
+      .def(py::init<const std::vector<TypeSpec>&, bool>(), py::arg("inputs"),
+           py::arg("random") = false)
       .def("inputs", &Program::inputs)
-      .def("lower", &Program::lower)
+      .def("lower", &Program::lower, py::arg("name"), py::arg("overload"), py::arg("args"),
+           py::arg("tensors"), py::arg("out_specs"), py::arg("rng_state") = -1)
+      .def("reserve_state", &Program::reserve_state)
       .def("convert", &Program::convert)
       .def("set_dimension_size", &Program::set_dimension_size)
       .def("set_dimension_static", &Program::set_dimension_static)
