@@ -231,6 +231,7 @@ def test_bucketed_graphs_draw_and_reproduce(tpu):
         torch_tpu.mark_dynamic(x, 0, max=16)
         return train_step(model, compiled, x)
 
+    before = torch.tpu._get_cache_stats()["compiled_bucketed"]
     torch.tpu.manual_seed(9)
     first = [run(n) for n in (5, 12)]
     torch.tpu.manual_seed(9)
@@ -239,7 +240,8 @@ def test_bucketed_graphs_draw_and_reproduce(tpu):
         assert torch.equal(o1, o2)
         for a, b in zip(g1, g2):
             assert torch.equal(a, b)
-    assert torch.tpu._get_cache_stats()["compiled_bucketed"] == 2  # forward, backward
+    # forward, backward
+    assert torch.tpu._get_cache_stats()["compiled_bucketed"] - before == 2
 
 
 PROCESS_CODE = textwrap.dedent("""
