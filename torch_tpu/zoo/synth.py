@@ -114,12 +114,16 @@ def _feature_count(model, getter, inputs, width):
     the LM (``width``); None where that does not run or the features are
     not LM-wide."""
     import torch
-    # task heads without the getter wrap a base model that has it
-    fn = next((getattr(m, getter) for m in model.modules() if hasattr(m, getter)), None)
-    if fn is None:
+    # the first getter naming its arguments: task heads without one (or
+    # forwarding *args) wrap a base model that has it
+    for m in model.modules():
+        fn = getattr(m, getter, None)
+        names = [n for n, p in inspect.signature(fn).parameters.items()
+                 if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)] if fn else []
+        if names:
+            break
+    else:
         return None
-    names = [n for n, p in inspect.signature(fn).parameters.items()
-             if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)]
     try:
         with torch.no_grad():
             out = fn(**{n: inputs[n] for n in names if n in inputs})
