@@ -155,3 +155,44 @@ def test_codec_upsampling_groups_follow_the_shrunk_width():
     model, config = _build("MimiDecoderModel")
     assert config.hidden_size % config.upsample_groups == 0
     _run(model, zoo.make_inputs(model, config, "base"))
+
+
+def _tower_runs(model, inputs, tower):
+    ran = []
+    hook = tower.register_forward_hook(lambda *a: ran.append(True))
+    try:
+        _run(model, inputs)
+    finally:
+        hook.remove()
+    return bool(ran)
+
+
+def test_vision_language_placeholders_match_the_feature_count():
+    # LLaVA takes images without grids: one placeholder per projected patch
+    # feature, counted from the model's own get_image_features
+    model, config = _build("LlavaForConditionalGeneration")
+    inputs = zoo.make_inputs(model, config, "image-text-to-text")
+    with torch.no_grad():
+        feats = model.get_image_features(pixel_values=inputs["pixel_values"]).pooler_output
+    per_row = sum(f.shape[0] for f in feats) // zoo.BATCH
+    assert ((inputs["input_ids"] == config.image_token_id).sum(1) == per_row).all()
+    assert inputs["attention_mask"].shape == inputs["input_ids"].shape
+    assert _tower_runs(model, inputs, model.model.vision_tower)
+
+
+def test_audio_lm_gets_audio_and_its_placeholders():
+    # the features are optional in forward: without them (and placeholders)
+    # the audio tower would never run
+    model, config = _build("AudioFlamingo3ForConditionalGeneration")
+    inputs = zoo.make_inputs(model, config, "seq2seq-lm")
+    assert "input_features" in inputs
+    assert (inputs["input_ids"] == config.audio_token_id).sum() > 0
+    assert _tower_runs(model, inputs, model.model.audio_tower)
+
+
+def test_text_only_fallback_is_recorded():
+    # Fuyu's patch embeddings need image patch indices the harness does not
+    # synthesise: the row compares its text path and says so
+    model, config, inputs, _, _ = zoo.build(transformers.FuyuModel, "fuyu", "base")
+    if "pixel_values" not in inputs:
+        assert model.zoo_text_only

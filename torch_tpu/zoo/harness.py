@@ -105,6 +105,9 @@ def run_arch(name, task, model_type, verbose=False):
             return rec
         model, config, inputs, want, level = build(cls, model_type, task)
         rec["shrink"] = level
+        if getattr(model, "zoo_text_only", None):
+            # compared, but without its images/audio: said in the report
+            rec["text_only"] = model.zoo_text_only
     except Exception as e:  # noqa: BLE001  (any harness failure: not counted)
         rec.update(status="skip", reason="cpu: " + _short(e))
         return rec
@@ -264,6 +267,8 @@ def totals(results):
     pct = lambda a, b: 100.0 * a / b if b else 0.0  # noqa: E731
     return {
         "random": sum(1 for r in results.values() if r.get("random")),
+        "text_only": sum(1 for r in results.values() if r.get("text_only") and
+                         r["status"] != "skip"),
         "architectures": len(results), "skipped": fwd["skip"], "counted": counted,
         "match": fwd["match"], "mismatch": fwd["mismatch"], "crash": fwd["crash"],
         "ran_pct": pct(fwd["match"] + fwd["mismatch"], counted), "match_pct": pct(fwd["match"], counted),
@@ -280,7 +285,8 @@ def report(results):
         f"Forward ran on tpu: {t['match'] + t['mismatch']}/{t['counted']} ({t['ran_pct']:.1f}%); "
         f"matched the CPU: {t['match']}/{t['counted']} ({t['match_pct']:.1f}%); "
         f"mismatch: {t['mismatch']}; crash: {t['crash']}; of the matches, {t['random']} sample "
-        f"inside forward and were compared on shapes and dtypes only",
+        f"inside forward and were compared on shapes and dtypes only; {t['text_only']} "
+        f"multimodal rows ran text-only (their images/audio were refused)",
         f"Causal-LM backward matched the CPU: {t['causal_backward_match']}/"
         f"{t['causal_backward_counted']} ({t['causal_backward_pct']:.1f}%)",
         "Ops that fell back to the CPU (architectures using them): " +
@@ -308,6 +314,8 @@ def details(results):
         r = results[name]
         b = r.get("backward", {})
         reason = r.get("reason") or b.get("reason") or r.get("note", "")
+        if r.get("text_only"):
+            reason = f"text only, images/audio refused ({r['text_only']}) {reason}".strip()
         rows.append(f"| {name} | {r['task']} | {r['status']} | {b.get('status', '-')} | "
                     f"{', '.join(sorted(r.get('fallbacks', {})))} | "
                     f"{reason.replace('|', '/')[:160]} |")

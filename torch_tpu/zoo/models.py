@@ -5,8 +5,8 @@ import inspect
 from .settings import BATCH, DEC_SEQ, LM_TASKS, SEED, SEQ, TASKS, VOCAB
 from .configs import LEVELS, _MAX_PARAMS, _OVERRIDES, _param_count, shrink
 from .synth import (
-    _audio_configs, _audio_layouts, _eos_last, _features, _fill_named, _grid_inputs, _image_hw,
-    _samples, _sub
+    _audio_configs, _audio_layouts, _eos_last, _feature_placeholders, _features, _fill_named,
+    _grid_inputs, _image_hw, _samples, _sub
 )
 from .recipes import _RECIPES
 
@@ -198,6 +198,8 @@ def make_inputs(model, config, task, pixels=True):
     recipe = _RECIPES.get(config.model_type)
     if recipe and recipe[2]:
         recipe[2](inputs, params, config, g)
+    if pixels:
+        _feature_placeholders(model, inputs, params, config, g)
     if "use_cache" in params:
         inputs["use_cache"] = False
     return inputs
@@ -219,8 +221,8 @@ def _unflatten_constant_weights(model):
 
 def _cpu_reference(model, config, task):
     """(inputs, CPU outputs); the other audio layouts where the first is
-    rejected; text-only inputs where images without their placeholder tokens
-    are rejected (multimodal LMs)."""
+    rejected; text-only inputs where the images (audio) are rejected
+    (multimodal LMs), which sets ``model.zoo_text_only`` to the reason."""
     import torch
     inputs = make_inputs(model, config, task)
     try:
@@ -235,12 +237,25 @@ def _cpu_reference(model, config, task):
                     return alt, model(**alt)
             except Exception:  # noqa: BLE001
                 pass
-        if "pixel_values" not in inputs:
+        if not any(k in inputs for k, _ in _MODAL_INPUTS):
             raise
         inputs = make_inputs(model, config, task, pixels=False)
         try:
             torch.manual_seed(SEED)
             with torch.no_grad():
-                return inputs, model(**inputs)
+                out = model(**inputs)
         except Exception:  # noqa: BLE001
             raise first from None
+        # the row then compares the text path only: the harness reports why
+        model.zoo_text_only = _short_error(first)
+        return inputs, out
+
+
+def _short_error(e):
+    lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+    return f"{type(e).__name__}: {' '.join(lines[:1])[:200]}"
+
+
+# forward inputs of the non-text modalities (and what the harness calls them)
+_MODAL_INPUTS = (("pixel_values", "images"), ("pixel_values_videos", "video"),
+                 ("input_features", "audio"))

@@ -226,12 +226,22 @@ def _cfg_ppocr_det_small(config):
     config.layer_list_out_channels = list(config.backbone_config.stage_out_channels)
 
 
-def _cfg_shieldgemma2(config):
+def _gemma3_soft_tokens(config):
     # the projector average-pools the patch grid into mm_tokens_per_image
-    # soft tokens: a 4 x 4 grid pooled 2 x 2 into 4
+    # soft tokens (256 of a 64 x 64 grid by default; a shrunk image has
+    # fewer patches than tokens): a 4 x 4 grid pooled 2 x 2 into 4
     vc = config.vision_config
     vc.image_size = 4 * vc.patch_size
     config.mm_tokens_per_image = 4
+
+
+def _cfg_t5gemma2(config):
+    # the encoder holds the vision tower (see _gemma3_soft_tokens)
+    _gemma3_soft_tokens(config.encoder)
+
+
+def _cfg_shieldgemma2(config):
+    _gemma3_soft_tokens(config)
     # the classifier reads the logits of the words "Yes" and "No" (ids the
     # model defaults to in the full vocabulary): ordinary words here
     config.yes_token_index, config.no_token_index = 5, 6
@@ -343,6 +353,63 @@ def _cfg_t5gemma2_encoder(config):
     # the encoder-decoder config hands its dropout to the encoder's text
     # config (T5Gemma2Config.__post_init__); alone, the encoder lacks it
     config.text_config.dropout_rate = 0.0
+    _gemma3_soft_tokens(config)
+
+
+def _rx_t5gemma2(inputs, params, config, g):
+    import torch
+    # images at the size of the tower inside the encoder
+    vc = config.encoder.vision_config
+    if "pixel_values" in inputs:
+        inputs["pixel_values"] = torch.randn(BATCH, vc.num_channels, vc.image_size,
+                                             vc.image_size, generator=g)
+
+
+def _cfg_vipllava(config):
+    # the projector reads hidden states of five layers (-2 ... -20 of 24):
+    # the two shrunk layers' and the embeddings'
+    config.vision_feature_layers = [-2, -3]
+
+
+def _cfg_anyres(config):
+    # LLaVA-NeXT's anyres: one tile of the tower's size (the default
+    # pinpoints are 336-pixel multiples)
+    side = config.vision_config.image_size
+    config.image_grid_pinpoints = [[side, side]]
+
+
+def _rx_anyres(inputs, params, config, g):
+    import torch
+    if "pixel_values" not in inputs or "input_ids" not in inputs:
+        return
+    # each image: the whole view and its one tile, at the tower's size (the
+    # placeholders follow from the features: _feature_placeholders)
+    vc = config.vision_config
+    side = vc.image_size
+    inputs["pixel_values"] = torch.randn(BATCH, 2, vc.num_channels, side, side, generator=g)
+    inputs["image_sizes"] = torch.tensor([[side, side]] * BATCH)
+
+
+def _cfg_minicpmv(config):
+    # checkpoints set the image placeholder id (None by default, which skips
+    # the tower); the window merger runs after layer insert_layer_id (6 of
+    # 27), which the top config hands the tower: keep it inside the shrunk
+    # stack
+    if config.image_token_id is None:
+        config.image_token_id = _free_token(config)
+    vc = config.vision_config
+    config.insert_layer_id = min(config.insert_layer_id, vc.num_hidden_layers - 2)
+    vc.insert_layer_id = config.insert_layer_id
+
+
+def _rx_minicpmv(inputs, params, config, g):
+    if "pixel_values" in inputs:
+        _rx_minicpm_vision(inputs, params, config.vision_config, g)
+
+
+def _rx_inkling2(inputs, params, config, g):
+    if "pixel_values" in inputs:
+        _rx_inkling2_vision(inputs, params, config.vision_config, g)
 
 
 def _cfg_vision_start(config):
@@ -815,6 +882,8 @@ _RECIPES = {
                 _cfg_codebook, _rx_audio_channels),
     "fsmt": ("labels are not shifted into decoder inputs", None, _rx_fsmt),
     "fun_asr_nano_encoder": ("stacked low-frame-rate features and their mask", None, _rx_fun_asr),
+    "gemma3": ("soft tokens pooled from a patch grid the shrunk image still has",
+               _gemma3_soft_tokens, None),
     "gemma3n_audio": ("mel frames and their padding mask", None, _rx_gemma3n_audio),
     "gemma4_vision": ("flattened patches and their (x, y) positions, whole pooling windows",
                       None, _rx_gemma4_vision),
@@ -826,12 +895,16 @@ _RECIPES = {
                                 None, _rx_granite_speech5),
     "idefics": ("images per example, and which tokens cross-attend to them", None, _rx_idefics),
     "informer": ("forecasts need a horizon and a context", _cfg_forecast, None),
+    "inkling2": ("a pixel block per image token, channels last; the grid in tokens", None,
+                 _rx_inkling2),
     "inkling2_vision": ("a pixel block per image token, channels last; the grid in tokens",
                         None, _rx_inkling2_vision),
     "instructblip": ("one placeholder per Q-Former query", _cfg_query_placeholder,
                      _rx_query_placeholders),
     "instructblipvideo": ("clips of frames; one placeholder per query per frame",
                           _cfg_query_placeholder, _rx_instructblipvideo),
+    "kimi_k25": ("patches come as (patches, channels, patch, patch) images", None,
+                 _rx_patch_images),
     "kimi_k25_vision": ("patches come as (patches, channels, patch, patch) images", None,
                         _rx_patch_images),
     "kosmos-2": ("image queries replace the tokens a position mask marks", None, _rx_kosmos2),
@@ -839,10 +912,19 @@ _RECIPES = {
                               _rx_kyutai),
     "lfm2_moe": ("layer kinds are left to checkpoints", _cfg_lfm2_moe, None),
     "lightglue": ("matches a pair of images: (batch, 2, channels, h, w)", None, _rx_image_pair),
+    "llava_next": ("anyres: one tile of the tower's size", _cfg_anyres, _rx_anyres),
+    "llava_next_video": ("anyres: one tile of the tower's size", _cfg_anyres, _rx_anyres),
+    "llava_onevision": ("anyres: one tile of the tower's size", _cfg_anyres, _rx_anyres),
     "lxmert": ("region features and boxes stand in for a detector", None, _rx_lxmert),
     "mimi_encoder": ("audio is (batch, channels, samples)", None, _rx_audio_channels),
+    "minicpm_ocr": ("the image placeholder id comes with checkpoints; NaViT-packed patches; "
+                    "the merger inside the stack", _cfg_minicpmv, _rx_minicpmv),
     "minicpm_ocr_vision": ("NaViT-packed patches with their grids; the merger inside the stack",
                            _cfg_minicpm_vision, _rx_minicpm_vision),
+    "minicpmv4_6": ("the image placeholder id comes with checkpoints; NaViT-packed patches; "
+                    "the merger inside the stack", _cfg_minicpmv, _rx_minicpmv),
+    "minicpmv4_7": ("the image placeholder id comes with checkpoints; NaViT-packed patches; "
+                    "the merger inside the stack", _cfg_minicpmv, _rx_minicpmv),
     "minicpmv4_7_vision": ("NaViT-packed patches with their grids; the merger inside the stack",
                            _cfg_minicpm_vision, _rx_minicpm_vision),
     "mobilebert": ("embeddings are at most as wide as the hidden state", _cfg_mobilebert, None),
@@ -903,7 +985,10 @@ _RECIPES = {
     "siglip2_vision_model": ("NaFlex patches with their mask and grid", None, _rx_siglip2),
     "speecht5": ("the bare model has no pre-nets: it takes hidden states", None, _rx_speecht5),
     "step3p7": ("one placeholder per downsampled image patch", None, _rx_step3p7),
-    "t5gemma2_encoder": ("the encoder-decoder config sets the encoder's dropout",
+    "t5gemma2": ("soft tokens pooled from a patch grid the shrunk image still has",
+                 _cfg_t5gemma2, _rx_t5gemma2),
+    "t5gemma2_encoder": ("the encoder-decoder config sets the encoder's dropout; soft tokens "
+                         "pooled from a patch grid the shrunk image still has",
                          _cfg_t5gemma2_encoder, None),
     "time_series_transformer": ("forecasts need a horizon and a context", _cfg_forecast, None),
     "timesformer": ("clips are (batch, frames, channels, h, w)", None, _rx_video_pixels),
@@ -916,6 +1001,7 @@ _RECIPES = {
     "video_llama_3_vision": ("patches are not merged (merge size 1 per image)", None,
                              _rx_videollama3),
     "videomae": ("clips are (batch, frames, channels, h, w)", None, _rx_video_pixels),
+    "vipllava": ("the projector reads layers of the shrunk tower", _cfg_vipllava, None),
     "vivit": ("clips are (batch, frames, channels, h, w)", None, _rx_video_pixels),
     "vjepa2": ("two tubelets of frames keep the clip small", None, _rx_vjepa2),
     "voxtral_realtime": ("streaming audio: mel frames for every token's step", None,

@@ -98,6 +98,115 @@ def _with_placeholders(inputs, params, token, count, g):
     return ids
 
 
+# (placeholder kind, forward input, the model's method that turns that input
+# into the features merged at the placeholders)
+_MODALITIES = (("image", "pixel_values", "get_image_features"),
+               ("video", "pixel_values_videos", "get_video_features"),
+               ("audio", "input_features", "get_audio_features"))
+# feature masks audio LMs take beside their features (all frames valid)
+_FEATURE_MASKS = ("feature_attention_mask", "input_features_mask", "audio_attention_mask")
+
+
+def _feature_count(model, getter, inputs, width):
+    """Feature vectors ``model.<getter>`` makes from the synthesised inputs
+    (the arguments of the getter found in ``inputs``): the projected
+    features (``pooler_output``, else the output itself), each as wide as
+    the LM (``width``); None where that does not run or the features are
+    not LM-wide."""
+    import torch
+    # the first getter naming its arguments: task heads without one (or
+    # forwarding *args) wrap a base model that has it
+    for m in model.modules():
+        fn = getattr(m, getter, None)
+        names = [n for n, p in inspect.signature(fn).parameters.items()
+                 if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)] if fn else []
+        if names:
+            break
+    else:
+        return None
+    try:
+        with torch.no_grad():
+            out = fn(**{n: inputs[n] for n in names if n in inputs})
+    except Exception:  # noqa: BLE001  (getters needing what only forward builds)
+        return None
+    feats = getattr(out, "pooler_output", None)
+    if feats is None:
+        feats = getattr(out, "last_hidden_state", out)
+    stack, rows = [feats], 0
+    while stack:
+        x = stack.pop()
+        if isinstance(x, torch.Tensor):
+            if x.dim() == 0 or x.shape[-1] != width:
+                return None
+            rows += x.numel() // width
+        elif isinstance(x, (list, tuple)):
+            stack += list(x)
+    return rows or None
+
+
+def _feature_placeholders(model, inputs, params, config, g):
+    """Multimodal LMs put each image's (clip's) features where its placeholder
+    tokens are, and check that the counts agree: without placeholders they
+    reject the features (or run text-only). Every row gets as many as the
+    model's own feature getter makes per row from the synthesised input
+    (replacing a count that disagrees). Images per example (5-D pixels) are
+    tried where single images are refused; audio LMs, whose features are
+    optional, get them here too, and are left without where the getter
+    refuses them."""
+    import torch
+    if "input_ids" not in inputs:
+        return
+    width = getattr(config.get_text_config(), "hidden_size", None)
+    for kind, name, getter in _MODALITIES:
+        token = _token_id(config, kind)
+        if token is None or name not in params or not isinstance(width, int) or \
+                not any(hasattr(m, getter) for m in model.modules()):
+            continue
+        added = []
+        if name == "input_features" and name not in inputs:
+            inputs[name] = _features(model, config, g)
+            added.append(name)
+        if name not in inputs:
+            continue
+        if name == "input_features":
+            x = inputs[name]
+            for mask in _FEATURE_MASKS:
+                if mask in params and mask not in inputs:
+                    inputs[mask] = torch.ones(x.shape[0], x.shape[-1], dtype=torch.long)
+                    added.append(mask)
+        n = _feature_count(model, getter, inputs, width)
+        if n is None and name == "pixel_values" and "image_sizes" in params and \
+                "image_sizes" not in inputs and inputs[name].dim() == 4:
+            # the (h, w) of every image, where the getter needs them
+            inputs["image_sizes"] = torch.tensor([list(inputs[name].shape[-2:])] *
+                                                 inputs[name].shape[0])
+            n = _feature_count(model, getter, inputs, width)
+            if n is None:
+                del inputs["image_sizes"]
+        if n is None and name == "pixel_values" and inputs[name].dim() == 4:
+            single = inputs[name]
+            inputs[name] = single[:, None]
+            n = _feature_count(model, getter, inputs, width)
+            if n is None:
+                inputs[name] = single
+        b = inputs["input_ids"].shape[0]
+        if not n or n % b:
+            for k in added:
+                if k.startswith(("input_features", "feature", "audio")):
+                    del inputs[k]
+            continue
+        ids = inputs["input_ids"]
+        have = int((ids[0] == token).sum())
+        if have and have != n // b and bool(((ids == token).sum(1) == have).all()):
+            inputs["input_ids"] = ids[ids != token].reshape(b, -1)
+            for k in ("attention_mask", "labels", "mm_token_type_ids"):
+                if k in inputs and inputs[k].shape == ids.shape:
+                    inputs[k] = inputs[k][ids != token].reshape(b, -1)
+            have = 0
+        if not have:
+            _with_placeholders(inputs, params, token, n // b, g)
+
+
 def _grid_inputs(inputs, params, config, g):
     """Vision towers (and the LMs around them) that take flattened patches and
     a per-image (t, h, w) grid."""
@@ -192,7 +301,10 @@ def _features(model, config, g):
     for c in _audio_configs(config):
         mels = mels or _first(c, _MEL_NAMES, None)
     mels = mels or _extractor_default(model, "feature_size") or 80
-    frames = 2 * _sub(config, "max_source_positions", 50)
+    pos = None
+    for c in _audio_configs(config):
+        pos = pos or _first(c, ("max_source_positions",), None)
+    frames = 2 * (pos or _sub(config, "max_source_positions", 50))
     frames = frames if frames <= 3000 else 100
     return torch.randn(BATCH, mels, frames, generator=g)
 
