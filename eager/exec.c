@@ -428,7 +428,6 @@ static tpr_status_t execute_pending(void) {
   TPR_RETURN_IF_ERROR(tpr_executable_execute(exe, graph_device, params,
                                              (size_t)num_params, NULL, results,
                                              tpr_eager_launch_blocking()));
-  if (record_call) tpr_replay_note_results(record_hash, results, num_results);
   tpr_pending_push(results[0]);
   for (int i = 0; i < num_results; i++)
     tpr_storage_swap_buffer(slots[result_slots[i]].storage, results[i]);
@@ -452,12 +451,7 @@ static tpr_status_t run_pending(bool poison_on_error) {
   return s;
 }
 
-void tpr_eager_note_lost(const char* reason) {
-  snprintf(lost_reason, sizeof lost_reason, "%s", reason);
-}
-
 tpr_status_t tpr_fused_flush_locked(tpr_cut_cause_t cause) {
-  TPR_RETURN_IF_ERROR(tpr_async_drain_locked());
   if (graph_ops == 0) return tpr_ok_status();
   if ((unsigned)cause < TPR_CUT_COUNT_) stats.cuts[cause]++;
   stats.fused_graphs++;
@@ -583,13 +577,6 @@ static tpr_status_t run_locked(const tpr_eager_call_t* call) {
       record_hash = h;
     }
   }
-  // The full path reads storage buffers: ops queued for the dispatch
-  // thread run first.
-  tpr_status_t drained = tpr_async_drain_locked();
-  if (!tpr_status_is_ok(drained)) {
-    record_call = NULL;
-    return drained;
-  }
 
   tpr_graph_mark_t mark = tpr_graph_get_mark(graph);
   int first_param = num_params;
@@ -628,7 +615,6 @@ tpr_status_t tpr_eager_run(const tpr_eager_call_t* call) {
 
 tpr_status_t tpr_fused_settle_locked(const tpr_storage_t* storage,
                                      tpr_cut_cause_t cause) {
-  TPR_RETURN_IF_ERROR(tpr_async_drain_locked());
   return storage && find_slot(storage) ? tpr_fused_flush_locked(cause)
                                        : tpr_ok_status();
 }

@@ -6,19 +6,13 @@
 #include <stdatomic.h>
 
 #include "tpr/eager.h"
-#include "tpr/graph.h"
 
 struct tpr_storage {
   atomic_int ref;
   int device;
   size_t nbytes;
-  // Guarded by the executor lock: swapped by writes, read by every op;
-  // while ops are queued for the dispatch thread (async.c), only it.
+  // Guarded by the executor lock: swapped by writes, read by every op.
   tpr_buffer_t* buffer;
-  // The type of the buffer it holds, or will hold once the queued ops ran
-  // (host thread only).
-  bool has_type;
-  tpr_type_t type;
   int32_t slot;  // index in the pending graph's slots (validated there)
   bool lost;     // a fused graph that wrote it failed
 };
@@ -29,25 +23,6 @@ void tpr_eager_unlock(void);
 
 // Replaces the storage's buffer (takes ownership of |buffer|); lock held.
 void tpr_storage_swap_buffer(tpr_storage_t* storage, tpr_buffer_t* buffer);
-// The same without touching the host thread's fields (the dispatch thread).
-void tpr_storage_swap_buffer_only(tpr_storage_t* storage, tpr_buffer_t* buffer);
-// A queued op will give the storage a buffer of |type|; lock held.
-void tpr_storage_set_pending(tpr_storage_t* storage, const tpr_type_t* type);
-// Frees a storage whose last reference is gone; lock held.
-void tpr_storage_destroy_locked(tpr_storage_t* storage);
-
-// Asynchronous dispatch of replayed ops (async.c); lock held. Enqueue takes
-// its own references; a parameter is a storage's buffer at run time, or,
-// where |param_storages[i]| is NULL, |param_buffers[i]|. Drain waits for
-// the queue to run and reports the first failure since the last drain.
-bool tpr_async_enabled(void);
-tpr_status_t tpr_async_enqueue(tpr_executable_t* exe, int device,
-                               tpr_storage_t* const* param_storages,
-                               tpr_buffer_t* const* param_buffers, int num_params,
-                               tpr_storage_t* const* results, int num_results);
-tpr_status_t tpr_async_drain_locked(void);
-// The reason reads of lost storages give; lock held.
-void tpr_eager_note_lost(const char* reason);
 
 // In-memory executable cache keyed by a 128-bit graph hash; lock held.
 tpr_executable_t* tpr_exec_cache_find(const uint64_t key[2]);
@@ -98,10 +73,6 @@ void tpr_replay_record(const tpr_eager_call_t* call, uint64_t hash,
                        tpr_executable_t* exe, tpr_buffer_t* const* params,
                        int num_params, tpr_storage_t* const* result_storages,
                        int num_results);
-// The result buffers the recorded call's execution gave (their types are
-// what a queued replay's results will hold).
-void tpr_replay_note_results(uint64_t hash, tpr_buffer_t* const* results,
-                             int num_results);
 void tpr_replay_clear(void);
 // Bounded queue of in-flight results; synchronize drains it.
 void tpr_pending_push(tpr_buffer_t* buffer);  // retains

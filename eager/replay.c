@@ -31,7 +31,6 @@ typedef struct {
   int num_params, num_results;
   param_src_t* params;
   int32_t* results;  // window index each result is written into
-  tpr_type_t* result_types;  // NULL until the recorded call ran
 } plan_t;
 
 #define NUM_PLANS 512
@@ -96,21 +95,19 @@ static void put_window(const tpr_tensor_ref_t* r) {
   w.rank = r->rank;
   w.offset = r->offset;
   w.nbytes = (int64_t)s->nbytes;
-  // The buffer's type as the host thread knows it (a queued op may still
-  // be producing the buffer).
-  w.state = s->has_type ? 1 : 0;
-  if (s->has_type) {
-    w.buf_dtype = (int32_t)s->type.dtype;
-    w.buf_rank = s->type.rank;
+  w.state = s->buffer ? 1 : 0;
+  if (s->buffer) {
+    w.buf_dtype = (int32_t)tpr_buffer_dtype(s->buffer);
+    w.buf_rank = (int32_t)tpr_buffer_rank(s->buffer);
     w.buf_numel = 1;
-    for (int i = 0; i < w.buf_rank; i++) w.buf_numel *= s->type.dims[i];
+    for (int i = 0; i < w.buf_rank; i++) w.buf_numel *= tpr_buffer_dims(s->buffer)[i];
   }
   int rank = r->rank < TPR_MAX_RANK ? r->rank : TPR_MAX_RANK;
   memcpy(w.dims, r->sizes, sizeof(int64_t) * (size_t)rank);
   memcpy(w.dims + rank, r->strides, sizeof(int64_t) * (size_t)rank);
   put(&w, offsetof(__typeof__(w), dims) + sizeof(int64_t) * 2 * (size_t)rank);
-  if (s->has_type && w.buf_rank > 1)  // (storages usually hold flat buffers)
-    put(s->type.dims, sizeof(int64_t) * (size_t)w.buf_rank);
+  if (s->buffer && w.buf_rank > 1)  // (storages usually hold flat buffers)
+    put(tpr_buffer_dims(s->buffer), sizeof(int64_t) * (size_t)w.buf_rank);
 }
 
 static void put_buffer_type(tpr_buffer_t* b) {
@@ -229,7 +226,6 @@ static void free_plan(plan_t* p) {
   tpr_free(p->key);
   tpr_free(p->params);
   tpr_free(p->results);
-  tpr_free(p->result_types);
   tpr_executable_release(p->exe);
   memset(p, 0, sizeof *p);
 }
@@ -290,45 +286,12 @@ void tpr_replay_record(const tpr_eager_call_t* call, uint64_t hash,
   plan_t* p = &plans[hash % NUM_PLANS];
   free_plan(p);
   *p = (plan_t){k, key_len, hash, tpr_executable_retain(exe), num_params,
-                num_results, srcs, res, NULL};
+                num_results, srcs, res};
   return;
 fail:
   tpr_free(srcs);
   tpr_free(res);
   tpr_free(k);
-}
-
-void tpr_replay_note_results(uint64_t hash, tpr_buffer_t* const* results,
-                             int num_results) {
-  plan_t* p = find_plan(hash);
-  if (!p || p->num_results != num_results || p->result_types) return;
-  p->result_types = tpr_malloc(sizeof *p->result_types * (size_t)(num_results ? num_results : 1));
-  if (!p->result_types) return;
-  for (int r = 0; r < num_results; r++) {
-    tpr_type_t* t = &p->result_types[r];
-    t->dtype = tpr_buffer_dtype(results[r]);
-    t->rank = tpr_buffer_rank(results[r]);
-    memcpy(t->dims, tpr_buffer_dims(results[r]), sizeof(int64_t) * (size_t)t->rank);
-  }
-}
-
-// Queues the plan's execution for the dispatch thread: parameters from
-// storages are taken when it runs, after the ops queued before.
-static tpr_status_t enqueue_plan(const plan_t* p, const tpr_eager_call_t* call,
-                                 tpr_buffer_t* const* scalar_or_arg) {
-  enum { kLocal = 64 };
-  tpr_storage_t* from_storage[kLocal];
-  tpr_storage_t* results[kLocal];
-  for (int i = 0; i < p->num_params; i++)
-    from_storage[i] = p->params[i].kind == SRC_STORAGE
-                          ? windows[p->params[i].index]->storage
-                          : NULL;
-  for (int r = 0; r < p->num_results; r++) results[r] = windows[p->results[r]]->storage;
-  TPR_RETURN_IF_ERROR(tpr_async_enqueue(p->exe, call->device, from_storage, scalar_or_arg,
-                                        p->num_params, results, p->num_results));
-  for (int r = 0; r < p->num_results; r++)
-    tpr_storage_set_pending(results[r], &p->result_types[r]);
-  return tpr_ok_status();
 }
 
 tpr_status_t tpr_replay_run(const tpr_eager_call_t* call, uint64_t hash,
@@ -340,19 +303,12 @@ tpr_status_t tpr_replay_run(const tpr_eager_call_t* call, uint64_t hash,
   tpr_buffer_t* local_params[kLocal];
   tpr_buffer_t* local_results[kLocal];
   if (p->num_params > kLocal || p->num_results > kLocal) return tpr_ok_status();
-  bool queue = p->result_types && tpr_async_enabled();
-  // Run here, this op reads storage buffers now: ops queued earlier first.
-  if (!queue) TPR_RETURN_IF_ERROR(tpr_async_drain_locked());
   for (int i = 0; i < p->num_params; i++) {
     const param_src_t* s = &p->params[i];
     const tpr_eager_arg_t* ea = &call->args[s->index];
     tpr_buffer_t* b;
     switch (s->kind) {
       case SRC_STORAGE:
-        if (queue) {  // taken by the dispatch thread; the signature saw a type
-          local_params[i] = NULL;
-          continue;
-        }
         b = windows[s->index]->storage->buffer;
         break;
       case SRC_SCALAR:
@@ -365,11 +321,6 @@ tpr_status_t tpr_replay_run(const tpr_eager_call_t* call, uint64_t hash,
     }
     if (!b) return tpr_ok_status();  // (the signature says it has one)
     local_params[i] = b;
-  }
-  if (queue) {
-    TPR_RETURN_IF_ERROR(enqueue_plan(p, call, local_params));
-    *ran = true;
-    return tpr_ok_status();
   }
   TPR_RETURN_IF_ERROR(tpr_executable_execute(p->exe, call->device, local_params,
                                              (size_t)p->num_params, NULL,

@@ -34,12 +34,8 @@ tpr_storage_t* tpr_storage_retain(tpr_storage_t* s) {
 void tpr_storage_release(tpr_storage_t* s) {
   if (!s || atomic_fetch_sub(&s->ref, 1) != 1) return;
   tpr_eager_lock();
-  tpr_storage_destroy_locked(s);
-  tpr_eager_unlock();
-}
-
-void tpr_storage_destroy_locked(tpr_storage_t* s) {
   tpr_fused_forget_storage(s);
+  tpr_eager_unlock();
   account(s->buffer, -1);
   tpr_buffer_release(s->buffer);
   tpr_free(s);
@@ -54,28 +50,12 @@ int64_t tpr_storage_bytes_in_use(int ordinal) {
   return atomic_load(&bytes_in_use[ordinal]);
 }
 
-void tpr_storage_swap_buffer_only(tpr_storage_t* s, tpr_buffer_t* buffer) {
+void tpr_storage_swap_buffer(tpr_storage_t* s, tpr_buffer_t* buffer) {
   account(buffer, +1);
   account(s->buffer, -1);
   tpr_buffer_release(s->buffer);
   s->buffer = buffer;
-}
-
-void tpr_storage_swap_buffer(tpr_storage_t* s, tpr_buffer_t* buffer) {
-  tpr_storage_swap_buffer_only(s, buffer);
   s->lost = false;
-  s->has_type = buffer != NULL;
-  if (buffer) {
-    s->type.dtype = tpr_buffer_dtype(buffer);
-    s->type.rank = tpr_buffer_rank(buffer);
-    memcpy(s->type.dims, tpr_buffer_dims(buffer), sizeof(int64_t) * (size_t)s->type.rank);
-  }
-}
-
-void tpr_storage_set_pending(tpr_storage_t* s, const tpr_type_t* type) {
-  s->lost = false;
-  s->has_type = true;
-  s->type = *type;
 }
 
 int64_t tpr_tensor_ref_numel(const tpr_tensor_ref_t* ref) {

@@ -254,8 +254,9 @@ TPR_TEST(eager_fused_loop_longer_than_the_bound_settles) {
   CHECK_OK(tpr_eager_trim());
 }
 
-// Strict ops found by the rule table (no explicit lowering) replay, and
-// repeats are queued for the dispatch thread.
+// Strict ops found by the rule table (no explicit lowering) replay from a
+// remembered plan: in order, and a storage dropped right after its op is
+// fine.
 static tpr_status_t rule_mul(const tpr_tensor_ref_t* a, const tpr_tensor_ref_t* b,
                              const tpr_tensor_ref_t* out, const char* name) {
   tpr_eager_arg_t args[2];
@@ -269,7 +270,7 @@ static tpr_status_t rule_mul(const tpr_tensor_ref_t* a, const tpr_tensor_ref_t* 
   return tpr_eager_run(&call);
 }
 
-TPR_TEST(eager_queued_replays_keep_order_and_references) {
+TPR_TEST(eager_replays_keep_order_and_references) {
   CHECK_OK(init_context());
   CHECK_OK(tpr_eager_set_fused(false));
   const float one[2] = {1, 1}, two[2] = {2, 2}, ab[2] = {1, 2};
@@ -282,8 +283,7 @@ TPR_TEST(eager_queued_replays_keep_order_and_references) {
   tpr_eager_get_stats(&before);
   // In place, each op reads what the one before wrote: 2^20.
   for (int i = 0; i < 20; i++) CHECK_OK(rule_mul(&rx, &rw, &rx, "aten::mul_.Tensor"));
-  // More results than the queue holds, each storage dropped at once (the
-  // queued op keeps it alive; the last one is read).
+  // Many results, each storage dropped as soon as the next exists.
   tpr_storage_t* last = NULL;
   for (int i = 0; i < 600; i++) {
     tpr_storage_t* o;
@@ -293,7 +293,6 @@ TPR_TEST(eager_queued_replays_keep_order_and_references) {
     tpr_storage_release(last);
     last = o;
   }
-  // x keeps changing while the queue runs behind: w is dropped now.
   tpr_storage_release(w);
   float got[2];
   tpr_tensor_ref_t rl = vec_ref(last, 2);
