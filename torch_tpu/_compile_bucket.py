@@ -1,5 +1,6 @@
-"""Bounded dynamism for compiled graphs: one executable for every size up to
-a bound (``torch_tpu.mark_dynamic(t, dim, max=N)``).
+"""Shape bucketing for compiled graphs: one executable for every size up to
+a bound (``torch_tpu.mark_dynamic(t, dim, max=N)``), or, for sizes Dynamo
+made dynamic after a change, one per power-of-two bucket of them.
 
 The program is built at the bounds of its symbolic sizes and gets their
 runtime values as s32 scalars; inputs are padded up to the bounds and
@@ -9,19 +10,22 @@ anything, NaN included. Ops keep that invariant in one of three ways:
 
 * ops that compute a position from the same positions of their inputs
   (pointwise ops, layer norm over static dims, embedding lookups, factories,
-  ``tril``, prefix scans) need nothing;
+  ``tril``, prefix scans, random draws) need nothing;
 * ops that combine positions along a dynamic dimension (reductions, softmax,
   matrix products, losses, the backward of norms and embeddings) see those
   operands masked there first, with the op's identity (0 for sums and
   products, -inf for maxima and softmax, ``ignore_index`` for targets);
-  ``mean`` divides by the runtime count;
+  ``mean`` divides by the runtime count; ``cat`` along one copies each
+  operand in at the runtime end of the ones before; ``arange`` from a
+  symbolic start adds the start at run time;
 * layout ops are checked to keep the valid part a box: a reshape may merge
   or split a dynamic dimension only as the outermost dimension of its group,
-  a slice along one must start at a fixed index, ``cat`` and ``select`` must
-  not run along one.
+  a slice along one must start at a fixed index, ``select`` must not index
+  one.
 
-Any other op touching a dynamic dimension is a compile error naming the op
-and its source line, never a result that read the padding.
+Any other op touching a dynamic dimension cannot run padded: under a bound
+that is a compile error naming the op and its source line, otherwise the
+graph is built per exact size instead; never a result that read the padding.
 """
 import collections
 import operator
