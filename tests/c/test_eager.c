@@ -37,8 +37,10 @@ static tpr_status_t lower_fail_late(tpr_lower_ctx_t* c) {
   return TPR_ERR(UNIMPLEMENTED, "test: rule gave up");
 }
 
-static tpr_status_t binary(tpr_lower_fn_t fn, const tpr_tensor_ref_t* a,
-                           const tpr_tensor_ref_t* b, const tpr_tensor_ref_t* out) {
+// out = op(a, b): through |fn|, or (NULL) the rule table's rule for |name|.
+static tpr_status_t run_binary(const char* name, tpr_lower_fn_t fn,
+                               const tpr_tensor_ref_t* a, const tpr_tensor_ref_t* b,
+                               const tpr_tensor_ref_t* out) {
   tpr_eager_arg_t args[2];
   memset(args, 0, sizeof args);
   args[0].arg.kind = args[1].arg.kind = TPR_ARG_TENSOR;
@@ -46,10 +48,15 @@ static tpr_status_t binary(tpr_lower_fn_t fn, const tpr_tensor_ref_t* a,
   args[1].tensor = b;
   tpr_type_t t = tpr_type_make(TPR_DTYPE_F32, out->rank, out->sizes);
   const tpr_tensor_ref_t* targets[1] = {out};
-  // Distinct names per rule, as ATen ops have (loop detection keys on them).
-  const char* name = fn == lower_add ? "test::add" : fn == lower_mul ? "test::mul" : "test::other";
   tpr_eager_call_t call = {name, 0, args, 2, &t, 1, targets, fn};
   return tpr_eager_run(&call);
+}
+
+static tpr_status_t binary(tpr_lower_fn_t fn, const tpr_tensor_ref_t* a,
+                           const tpr_tensor_ref_t* b, const tpr_tensor_ref_t* out) {
+  // Distinct names per rule, as ATen ops have (loop detection keys on them).
+  const char* name = fn == lower_add ? "test::add" : fn == lower_mul ? "test::mul" : "test::other";
+  return run_binary(name, fn, a, b, out);
 }
 
 static tpr_status_t new_vec(const float* v, int64_t n, tpr_storage_t** s) {
@@ -259,15 +266,7 @@ TPR_TEST(eager_fused_loop_longer_than_the_bound_settles) {
 // fine.
 static tpr_status_t rule_mul(const tpr_tensor_ref_t* a, const tpr_tensor_ref_t* b,
                              const tpr_tensor_ref_t* out, const char* name) {
-  tpr_eager_arg_t args[2];
-  memset(args, 0, sizeof args);
-  args[0].arg.kind = args[1].arg.kind = TPR_ARG_TENSOR;
-  args[0].tensor = a;
-  args[1].tensor = b;
-  tpr_type_t t = tpr_type_make(TPR_DTYPE_F32, out->rank, out->sizes);
-  const tpr_tensor_ref_t* targets[1] = {out};
-  tpr_eager_call_t call = {name, 0, args, 2, &t, 1, targets, NULL};
-  return tpr_eager_run(&call);
+  return run_binary(name, NULL, a, b, out);
 }
 
 TPR_TEST(eager_replays_keep_order_and_references) {

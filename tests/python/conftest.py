@@ -27,6 +27,15 @@ def tpu():
     return torch.device("tpu")
 
 
+@pytest.fixture
+def fresh_dynamo():
+    """Dynamo's caches reset around the test (compiled-graph tests count
+    their own graphs and programs)."""
+    torch._dynamo.reset()
+    yield
+    torch._dynamo.reset()
+
+
 def run_python(code, env=None, timeout=120):
     """Runs |code| in a fresh interpreter; returns the CompletedProcess."""
     e = dict(os.environ)

@@ -24,11 +24,7 @@ from models import TinyGPT, gpt_batch, gpt_loss, gpt_train_step  # noqa: E402
 F32 = dict(rtol=1e-4, atol=1e-5)
 
 
-@pytest.fixture(autouse=True)
-def _fresh_dynamo():
-    torch._dynamo.reset()
-    yield
-    torch._dynamo.reset()
+pytestmark = pytest.mark.usefixtures("fresh_dynamo")
 
 
 def stats():

@@ -19,11 +19,7 @@ from conftest import run_python
 F32 = dict(rtol=1e-4, atol=1e-5)
 
 
-@pytest.fixture(autouse=True)
-def _fresh_dynamo():
-    torch._dynamo.reset()
-    yield
-    torch._dynamo.reset()
+pytestmark = pytest.mark.usefixtures("fresh_dynamo")
 
 
 def dropout_mlp(tpu, p=0.5):

@@ -378,16 +378,22 @@ def _cfg_anyres(config):
     config.image_grid_pinpoints = [[side, side]]
 
 
-def _rx_anyres(inputs, params, config, g):
+def _anyres_pixels(inputs, config, g):
+    """Each image as anyres sends it: the whole view and its one tile, at
+    the tower's size. False when the model gets no images and text."""
     import torch
     if "pixel_values" not in inputs or "input_ids" not in inputs:
-        return
-    # each image: the whole view and its one tile, at the tower's size (the
-    # placeholders follow from the features: _feature_placeholders)
+        return False
     vc = config.vision_config
     side = vc.image_size
     inputs["pixel_values"] = torch.randn(BATCH, 2, vc.num_channels, side, side, generator=g)
     inputs["image_sizes"] = torch.tensor([[side, side]] * BATCH)
+    return True
+
+
+def _rx_anyres(inputs, params, config, g):
+    # (the placeholders follow from the features: _feature_placeholders)
+    _anyres_pixels(inputs, config, g)
 
 
 def _cfg_minicpmv(config):
@@ -540,14 +546,9 @@ def _rx_gemma4_vision(inputs, params, config, g):
 
 
 def _rx_granite4_vision(inputs, params, config, g):
-    import torch
-    if "input_ids" not in inputs or "pixel_values" not in inputs:
+    if not _anyres_pixels(inputs, config, g):
         return
-    # each image: the whole view and its one tile (anyres), at the tower's size
     vc = config.vision_config
-    side = vc.image_size
-    inputs["pixel_values"] = torch.randn(BATCH, 2, vc.num_channels, side, side, generator=g)
-    inputs["image_sizes"] = torch.tensor([[side, side]] * BATCH)
     # tokens per side after the 1/2 pooling; the tile adds a newline per row
     n = vc.image_size // vc.patch_size // 2
     _with_placeholders(inputs, params, config.image_token_id, n * n + n * (n + 1), g)
