@@ -329,10 +329,25 @@ def _cfg_perceiver(config):
     config.max_position_embeddings = SEQ
 
 
+def _cfg_paligemma(config):
+    # the projector maps image features to the LM's width (projection_dim,
+    # which the shrink leaves at its full-size value)
+    config.vision_config.projection_dim = config.text_config.hidden_size
+
+
+def _cfg_janus(config):
+    # both aligners map image features (the understanding tower's, the VQ
+    # codes') to the LM's width; the processor expands one placeholder per
+    # patch of the tower's image
+    width = config.text_config.hidden_size
+    vc = config.vision_config
+    vc.projection_dim = config.vq_config.projection_dim = width
+    vc.num_image_tokens = (vc.image_size // vc.patch_size) ** 2
+
+
 def _cfg_pi0(config):
     # the PaliGemma inside projects image features to its LM's width
-    vlm = config.vlm_config
-    vlm.vision_config.projection_dim = vlm.text_config.hidden_size
+    _cfg_paligemma(config.vlm_config)
 
 
 def _cfg_reformer(config):
@@ -531,6 +546,22 @@ def _rx_dflash(inputs, params, config, g):
     inputs["noise_embeds"] = torch.randn(BATCH, config.block_size, width, generator=g)
     inputs["context_hidden_states"] = torch.randn(
         BATCH, SEQ, width * len(config.target_layer_ids), generator=g)
+
+
+def _rx_fuyu(inputs, params, config, g):
+    import torch
+    if "input_ids" not in inputs or "pixel_values" not in inputs:
+        return
+    # a 2 x 2 grid of patch_size squares, each flattened, in row order; the
+    # prompt holds a placeholder per patch and a newline token (an ordinary
+    # vocabulary entry) after each row
+    p = config.patch_size
+    inputs["pixel_values"] = torch.randn(BATCH, 4, p * p * config.num_channels, generator=g)
+    _with_placeholders(inputs, params, config.image_token_id, 6, g)
+    newline = _free_token(config)
+    for k in ("input_ids", "labels"):
+        if k in inputs:
+            inputs[k][:, [4, 7]] = newline
 
 
 def _rx_gemma4_vision(inputs, params, config, g):
@@ -883,6 +914,8 @@ _RECIPES = {
                 _cfg_codebook, _rx_audio_channels),
     "fsmt": ("labels are not shifted into decoder inputs", None, _rx_fsmt),
     "fun_asr_nano_encoder": ("stacked low-frame-rate features and their mask", None, _rx_fun_asr),
+    "fuyu": ("flattened patches of a 2 x 2 grid; a placeholder per patch, a newline per row",
+             None, _rx_fuyu),
     "gemma3": ("soft tokens pooled from a patch grid the shrunk image still has",
                _gemma3_soft_tokens, None),
     "gemma3n_audio": ("mel frames and their padding mask", None, _rx_gemma3n_audio),
@@ -904,6 +937,7 @@ _RECIPES = {
                      _rx_query_placeholders),
     "instructblipvideo": ("clips of frames; one placeholder per query per frame",
                           _cfg_query_placeholder, _rx_instructblipvideo),
+    "janus": ("the aligners map to the LM's width; a placeholder per patch", _cfg_janus, None),
     "kimi_k25": ("patches come as (patches, channels, patch, patch) images", None,
                  _rx_patch_images),
     "kimi_k25_vision": ("patches come as (patches, channels, patch, patch) images", None,
@@ -942,6 +976,8 @@ _RECIPES = {
     "oneformer": ("a tokenised task prompt conditions the segmentation", None, _rx_oneformer),
     "paddleocr_vl": ("patches come as (patches, channels, patch, patch) images", None,
                      _rx_patch_images),
+    "paligemma": ("the projector maps image features to the LM's width", _cfg_paligemma,
+                  None),
     "perceiver": ("preprocessor-free inputs; head counts and decoder length fit the inputs",
                   _cfg_perceiver, _rx_perceiver),
     "pi0": ("a robot state and a noised action chunk at a denoising time; camera images",
