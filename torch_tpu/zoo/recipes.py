@@ -345,6 +345,18 @@ def _cfg_janus(config):
     vc.num_image_tokens = (vc.image_size // vc.patch_size) ** 2
 
 
+def _cfg_mllama(config):
+    # layer lists at their full-size depths (40 LM layers, 32 tower layers):
+    # the second LM layer cross-attends to the image, the projector reads
+    # both tower layers besides the last output (their widths side by side)
+    text, vc = config.text_config, config.vision_config
+    text.cross_attention_layers = [text.num_hidden_layers - 1]
+    vc.intermediate_layers_indices = list(range(vc.num_hidden_layers))
+    vc.vision_output_dim = vc.hidden_size * (len(vc.intermediate_layers_indices) + 1)
+    vc.num_global_layers = 1
+    vc.attention_heads = text.num_attention_heads
+
+
 def _cfg_pi0(config):
     # the PaliGemma inside projects image features to its LM's width
     _cfg_paligemma(config.vlm_config)
@@ -642,6 +654,28 @@ def _rx_minicpm_vision(inputs, params, config, g):
     h, w = 2 * kh, 2 * kw
     inputs["pixel_values"] = torch.randn(1, config.num_channels, p, BATCH * h * w * p, generator=g)
     inputs["target_sizes"] = torch.tensor([[h, w]] * BATCH, dtype=torch.int32)
+
+
+def _rx_mllama(inputs, params, config, g):
+    import torch
+    if "input_ids" not in inputs or "pixel_values" not in inputs:
+        return
+    # one image of one tile (aspect ratio (1, 1): id 1), padded to the
+    # tower's max_num_tiles as the processor does; the <|image|> token leads
+    # the prompt and the text after it cross-attends to the image's tiles
+    vc = config.vision_config
+    tiles, side = vc.max_num_tiles, vc.image_size
+    pixels = torch.zeros(BATCH, 1, tiles, vc.num_channels, side, side)
+    pixels[:, :, 0] = torch.randn(BATCH, 1, vc.num_channels, side, side, generator=g)
+    inputs["pixel_values"] = pixels
+    inputs["aspect_ratio_ids"] = torch.ones(BATCH, 1, dtype=torch.long)
+    valid = torch.zeros(BATCH, 1, tiles, dtype=torch.long)
+    valid[..., 0] = 1
+    inputs["aspect_ratio_mask"] = valid
+    ids = _with_placeholders(inputs, params, config.image_token_index, 1, g)
+    mask = torch.zeros(BATCH, ids.shape[1], 1, tiles, dtype=torch.long)
+    mask[:, 2:, :, 0] = 1
+    inputs["cross_attention_mask"] = mask
 
 
 def _rx_nemotron_transcribe(inputs, params, config, g):
@@ -962,6 +996,8 @@ _RECIPES = {
                     "the merger inside the stack", _cfg_minicpmv, _rx_minicpmv),
     "minicpmv4_7_vision": ("NaViT-packed patches with their grids; the merger inside the stack",
                            _cfg_minicpm_vision, _rx_minicpm_vision),
+    "mllama": ("layer lists inside the shrunk stacks; one padded tile and its cross-attention "
+               "mask", _cfg_mllama, _rx_mllama),
     "mobilebert": ("embeddings are at most as wide as the hidden state", _cfg_mobilebert, None),
     "muse_glimmer_assistant": ("a drafter: noised block embeddings and the target's context",
                                None, _rx_dflash),
