@@ -329,10 +329,10 @@ def _cfg_perceiver(config):
     config.max_position_embeddings = SEQ
 
 
-def _cfg_paligemma(config):
+def _cfg_projection_width(config):
     # the projector maps image features to the LM's width (projection_dim,
     # which the shrink leaves at its full-size value)
-    config.vision_config.projection_dim = config.text_config.hidden_size
+    config.vision_config.projection_dim = config.get_text_config().hidden_size
 
 
 def _cfg_janus(config):
@@ -359,7 +359,7 @@ def _cfg_mllama(config):
 
 def _cfg_pi0(config):
     # the PaliGemma inside projects image features to its LM's width
-    _cfg_paligemma(config.vlm_config)
+    _cfg_projection_width(config.vlm_config)
 
 
 def _cfg_reformer(config):
@@ -946,6 +946,8 @@ _RECIPES = {
     "emu3": ("the image vocabulary map comes with checkpoints", _cfg_emu3, None),
     "encodec": ("audio is (batch, channels, samples); codes have the encoder's width",
                 _cfg_codebook, _rx_audio_channels),
+    "florence2": ("the projector maps image features to the LM's width",
+                  _cfg_projection_width, None),
     "fsmt": ("labels are not shifted into decoder inputs", None, _rx_fsmt),
     "fun_asr_nano_encoder": ("stacked low-frame-rate features and their mask", None, _rx_fun_asr),
     "fuyu": ("flattened patches of a 2 x 2 grid; a placeholder per patch, a newline per row",
@@ -1012,8 +1014,8 @@ _RECIPES = {
     "oneformer": ("a tokenised task prompt conditions the segmentation", None, _rx_oneformer),
     "paddleocr_vl": ("patches come as (patches, channels, patch, patch) images", None,
                      _rx_patch_images),
-    "paligemma": ("the projector maps image features to the LM's width", _cfg_paligemma,
-                  None),
+    "paligemma": ("the projector maps image features to the LM's width",
+                  _cfg_projection_width, None),
     "perceiver": ("preprocessor-free inputs; head counts and decoder length fit the inputs",
                   _cfg_perceiver, _rx_perceiver),
     "pi0": ("a robot state and a noised action chunk at a denoising time; camera images",
