@@ -319,7 +319,7 @@ class BucketBuilder(_Builder):
             for c in const:
                 v = self._emit(scalar_op, [v, int(c)], torch.int32, [])
         else:
-            raise TpuCompileError(f"{self.name}: cannot compute the size {e} at run time")
+            raise PaddingRefused(f"{self.name}: the size {e} cannot be computed at run time")
         self.extents[e] = v
         return v
 
@@ -666,7 +666,9 @@ class _Buckets:
             try:
                 fn = BucketBuilder(self.agm, self.examples, self.name, bounds,
                                    exact=not self.padded).build()
-            except PaddingRefused as e:
+            except TpuCompileError as e:
+                # an op that cannot run padded, or sizes that do not hold
+                # together at independent buckets: exact sizes always do
                 if os.environ.get("TORCH_TPU_LOG_COMPILES"):
                     print(f"[torch_tpu] {self.name}: per exact size, not bucketed: {e}",
                           file=sys.stderr)
