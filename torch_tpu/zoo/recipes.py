@@ -607,6 +607,16 @@ def _rx_idefics(inputs, params, config, g):
         inputs["image_attention_mask"] = torch.ones(BATCH, seq, 1, dtype=torch.long)
 
 
+def _rx_granite_docling(inputs, params, config, g):
+    import torch
+    # the processor's tiles: (batch, tiles, c, h, w), one real tile per
+    # example, and which tiles are real (padding tiles are dropped)
+    x = inputs.get("pixel_values")
+    if x is not None and x.dim() == 4:
+        inputs["pixel_values"] = x[:, None]
+        inputs["pixel_attention_mask"] = torch.ones(x.shape[0], 1, dtype=torch.bool)
+
+
 def _rx_image_pair(inputs, params, config, g):
     import torch
     ch = _sub(config, "num_channels", 3)
@@ -859,6 +869,14 @@ def _rx_videollama3(inputs, params, config, g):
     inputs["merge_sizes"] = torch.ones(BATCH, dtype=torch.long)
 
 
+def _rx_videollama3_images(inputs, params, config, g):
+    import torch
+    # the image processor leaves images unmerged (merge size 1; videos 2)
+    grid = inputs.get("image_grid_thw")
+    if grid is not None:
+        inputs["image_merge_sizes"] = torch.ones(grid.shape[0], dtype=torch.long)
+
+
 def _rx_kyutai(inputs, params, config, g):
     import torch
     # every step carries a text token and one code per audio codebook
@@ -959,6 +977,8 @@ _RECIPES = {
                       None, _rx_gemma4_vision),
     "granite4_vision": ("projector layout left to checkpoints; anyres view and tile",
                         _cfg_granite4_vision, _rx_granite4_vision),
+    "granite_docling": ("image tiles per example and which are real", None,
+                        _rx_granite_docling),
     "granite_speech5_ctc": ("mel frames come delta-expanded and stacked in pairs (4x mel)",
                             None, _rx_granite_speech5),
     "granite_speech5_encoder": ("mel frames come delta-expanded and stacked in pairs (4x mel)",
@@ -1073,6 +1093,8 @@ _RECIPES = {
                                              _rx_vibevoice_dec),
     "vibevoice_acoustic_tokenizer_encoder": ("audio is (batch, channels, samples), whole hops",
                                              None, _rx_vibevoice_enc),
+    "video_llama_3": ("images are not merged (merge size 1 per image)", None,
+                      _rx_videollama3_images),
     "video_llama_3_vision": ("patches are not merged (merge size 1 per image)", None,
                              _rx_videollama3),
     "videomae": ("clips are (batch, frames, channels, h, w)", None, _rx_video_pixels),
