@@ -320,6 +320,14 @@ def _cfg_mobilebert(config):
     config.embedding_size = min(config.embedding_size, config.hidden_size)
 
 
+def _cfg_muse_glimmer(config):
+    # the merger folds merge_size x merge_size patches into the channels; the
+    # adapter's width (4096 full size, which the shrink leaves) becomes the LM's
+    vc = config.vision_config
+    config.out_hidden_size = vc.hidden_size * vc.merge_size ** 2
+    config.projector_hidden_size = config.text_config.hidden_size
+
+
 def _cfg_perceiver(config):
     # the Fourier and conv preprocessors' channel counts (image plus position
     # features, e.g. 261) are rarely a multiple of the cross-attention heads
@@ -343,6 +351,16 @@ def _cfg_janus(config):
     vc = config.vision_config
     vc.projection_dim = config.vq_config.projection_dim = width
     vc.num_image_tokens = (vc.image_size // vc.patch_size) ** 2
+
+
+def _cfg_llama4(config):
+    # the pixel shuffle folds 2 x 2 patches into the channels (4x the tower's
+    # width, which the vision MLP's intermediate size is); the projector
+    # widths (4096 full size, which the shrink leaves) become the tower's
+    vc = config.vision_config
+    vc.intermediate_size = int(vc.hidden_size / vc.pixel_shuffle_ratio ** 2)
+    vc.projector_input_dim = vc.projector_output_dim = vc.hidden_size
+    vc.vision_output_dim = vc.projector_output_dim
 
 
 def _cfg_mllama(config):
@@ -1003,6 +1021,7 @@ _RECIPES = {
                               _rx_kyutai),
     "lfm2_moe": ("layer kinds are left to checkpoints", _cfg_lfm2_moe, None),
     "lightglue": ("matches a pair of images: (batch, 2, channels, h, w)", None, _rx_image_pair),
+    "llama4": ("the projector reads the pixel-shuffled tower's width", _cfg_llama4, None),
     "llava_next": ("anyres: one tile of the tower's size", _cfg_anyres, _rx_anyres),
     "llava_next_video": ("anyres: one tile of the tower's size", _cfg_anyres, _rx_anyres),
     "llava_onevision": ("anyres: one tile of the tower's size", _cfg_anyres, _rx_anyres),
@@ -1021,6 +1040,7 @@ _RECIPES = {
     "mllama": ("layer lists inside the shrunk stacks; one padded tile and its cross-attention "
                "mask", _cfg_mllama, _rx_mllama),
     "mobilebert": ("embeddings are at most as wide as the hidden state", _cfg_mobilebert, None),
+    "muse_glimmer": ("the adapter reads the merged tower's width", _cfg_muse_glimmer, None),
     "muse_glimmer_assistant": ("a drafter: noised block embeddings and the target's context",
                                None, _rx_dflash),
     "musicgen_decoder": ("labels hold one code per codebook per step", None,
