@@ -1020,6 +1020,8 @@ _RECIPES = {
     "kyutai_speech_to_text": ("steps are a text token and one code per codebook", None,
                               _rx_kyutai),
     "lfm2_moe": ("layer kinds are left to checkpoints", _cfg_lfm2_moe, None),
+    "lfm2_vl": ("its SigLIP2 tower takes NaFlex patches with their mask and grid", None,
+                _rx_siglip2),
     "lightglue": ("matches a pair of images: (batch, 2, channels, h, w)", None, _rx_image_pair),
     "llama4": ("the projector reads the pixel-shuffled tower's width", _cfg_llama4, None),
     "llava_next": ("anyres: one tile of the tower's size", _cfg_anyres, _rx_anyres),
