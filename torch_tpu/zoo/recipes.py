@@ -320,6 +320,14 @@ def _cfg_mobilebert(config):
     config.embedding_size = min(config.embedding_size, config.hidden_size)
 
 
+def _cfg_muse_glimmer(config):
+    # the merger folds merge_size x merge_size patches into the channels; the
+    # adapter's width (4096 full size, which the shrink leaves) becomes the LM's
+    vc = config.vision_config
+    config.out_hidden_size = vc.hidden_size * vc.merge_size ** 2
+    config.projector_hidden_size = config.text_config.hidden_size
+
+
 def _cfg_perceiver(config):
     # the Fourier and conv preprocessors' channel counts (image plus position
     # features, e.g. 261) are rarely a multiple of the cross-attention heads
@@ -343,6 +351,16 @@ def _cfg_janus(config):
     vc = config.vision_config
     vc.projection_dim = config.vq_config.projection_dim = width
     vc.num_image_tokens = (vc.image_size // vc.patch_size) ** 2
+
+
+def _cfg_llama4(config):
+    # the pixel shuffle folds 2 x 2 patches into the channels (4x the tower's
+    # width, which the vision MLP's intermediate size is); the projector
+    # widths (4096 full size, which the shrink leaves) become the tower's
+    vc = config.vision_config
+    vc.intermediate_size = int(vc.hidden_size / vc.pixel_shuffle_ratio ** 2)
+    vc.projector_input_dim = vc.projector_output_dim = vc.hidden_size
+    vc.vision_output_dim = vc.projector_output_dim
 
 
 def _cfg_mllama(config):
@@ -607,6 +625,16 @@ def _rx_idefics(inputs, params, config, g):
         inputs["image_attention_mask"] = torch.ones(BATCH, seq, 1, dtype=torch.long)
 
 
+def _rx_granite_docling(inputs, params, config, g):
+    import torch
+    # the processor's tiles: (batch, tiles, c, h, w), one real tile per
+    # example, and which tiles are real (padding tiles are dropped)
+    x = inputs.get("pixel_values")
+    if x is not None and x.dim() == 4:
+        inputs["pixel_values"] = x[:, None]
+        inputs["pixel_attention_mask"] = torch.ones(x.shape[0], 1, dtype=torch.bool)
+
+
 def _rx_image_pair(inputs, params, config, g):
     import torch
     ch = _sub(config, "num_channels", 3)
@@ -859,6 +887,14 @@ def _rx_videollama3(inputs, params, config, g):
     inputs["merge_sizes"] = torch.ones(BATCH, dtype=torch.long)
 
 
+def _rx_videollama3_images(inputs, params, config, g):
+    import torch
+    # the image processor leaves images unmerged (merge size 1; videos 2)
+    grid = inputs.get("image_grid_thw")
+    if grid is not None:
+        inputs["image_merge_sizes"] = torch.ones(grid.shape[0], dtype=torch.long)
+
+
 def _rx_kyutai(inputs, params, config, g):
     import torch
     # every step carries a text token and one code per audio codebook
@@ -959,6 +995,8 @@ _RECIPES = {
                       None, _rx_gemma4_vision),
     "granite4_vision": ("projector layout left to checkpoints; anyres view and tile",
                         _cfg_granite4_vision, _rx_granite4_vision),
+    "granite_docling": ("image tiles per example and which are real", None,
+                        _rx_granite_docling),
     "granite_speech5_ctc": ("mel frames come delta-expanded and stacked in pairs (4x mel)",
                             None, _rx_granite_speech5),
     "granite_speech5_encoder": ("mel frames come delta-expanded and stacked in pairs (4x mel)",
@@ -982,7 +1020,10 @@ _RECIPES = {
     "kyutai_speech_to_text": ("steps are a text token and one code per codebook", None,
                               _rx_kyutai),
     "lfm2_moe": ("layer kinds are left to checkpoints", _cfg_lfm2_moe, None),
+    "lfm2_vl": ("its SigLIP2 tower takes NaFlex patches with their mask and grid", None,
+                _rx_siglip2),
     "lightglue": ("matches a pair of images: (batch, 2, channels, h, w)", None, _rx_image_pair),
+    "llama4": ("the projector reads the pixel-shuffled tower's width", _cfg_llama4, None),
     "llava_next": ("anyres: one tile of the tower's size", _cfg_anyres, _rx_anyres),
     "llava_next_video": ("anyres: one tile of the tower's size", _cfg_anyres, _rx_anyres),
     "llava_onevision": ("anyres: one tile of the tower's size", _cfg_anyres, _rx_anyres),
@@ -1001,6 +1042,7 @@ _RECIPES = {
     "mllama": ("layer lists inside the shrunk stacks; one padded tile and its cross-attention "
                "mask", _cfg_mllama, _rx_mllama),
     "mobilebert": ("embeddings are at most as wide as the hidden state", _cfg_mobilebert, None),
+    "muse_glimmer": ("the adapter reads the merged tower's width", _cfg_muse_glimmer, None),
     "muse_glimmer_assistant": ("a drafter: noised block embeddings and the target's context",
                                None, _rx_dflash),
     "musicgen_decoder": ("labels hold one code per codebook per step", None,
@@ -1073,6 +1115,8 @@ _RECIPES = {
                                              _rx_vibevoice_dec),
     "vibevoice_acoustic_tokenizer_encoder": ("audio is (batch, channels, samples), whole hops",
                                              None, _rx_vibevoice_enc),
+    "video_llama_3": ("images are not merged (merge size 1 per image)", None,
+                      _rx_videollama3_images),
     "video_llama_3_vision": ("patches are not merged (merge size 1 per image)", None,
                              _rx_videollama3),
     "videomae": ("clips are (batch, frames, channels, h, w)", None, _rx_video_pixels),
