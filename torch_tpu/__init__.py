@@ -30,9 +30,10 @@ from .mode import execution_mode, get_execution_mode, mark_step, set_execution_m
 def mark_dynamic(tensor, dim, max, min=2):
     """Marks ``tensor.size(dim)`` dynamic with an upper bound for
     torch.compile: every size in [min, max] then runs one executable,
-    compiled at ``max`` (bounded dynamism; the graph may only use ops that
-    honour the dynamic size, see torch_tpu/_compile.py). ``min`` is at
-    least 2 because Dynamo specialises sizes 0 and 1."""
+    compiled at ``max`` (a graph with an op that cannot run on padded sizes
+    is compiled per exact size instead, with a warning naming the op; see
+    torch_tpu/_compile_bucket.py). ``min`` is at least 2 because Dynamo
+    specialises sizes 0 and 1."""
     import torch._dynamo
 
     if not isinstance(max, int) or max < 2:

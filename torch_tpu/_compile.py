@@ -11,8 +11,8 @@ starts warm. Mutated inputs (optimizer state, parameters updated under
 
 Sizes that change (shape bucketing, ``_compile_bucket.py``): a graph traced
 with symbolic sizes is built at bounds of those sizes, inputs padded up to
-them and outputs sliced back, the padding kept out of every result (an op
-that cannot keep it out is named). With a bound given
+them and outputs sliced back, the padding kept out of every result (a graph
+with an op that cannot keep it out is built per exact size). With a bound given
 (``torch_tpu.mark_dynamic(t, dim, max=N)``, or ``torch._dynamo.mark_dynamic``
 with ``max``), forward, backward and inference graphs are each one
 executable for every size up to N. Sizes that Dynamo made dynamic after a
@@ -509,9 +509,9 @@ def tpu_backend(gm, example_inputs, **kwargs):
         raise TpuCompileError(f"backend 'tpu' takes no options, got {kwargs['options']}")
     _count("graphs")
     if any(_is_symbolic(x) for x in example_inputs):
-        from ._compile_bucket import bounded_symbols, bucketed_backend
+        from ._compile_bucket import bucketed_backend, user_bounds
 
-        return bucketed_backend(gm, example_inputs, bounded_symbols(example_inputs))
+        return bucketed_backend(gm, example_inputs, user_bounds(gm))
     return _aot_compile(gm, example_inputs)
 
 

@@ -9,7 +9,7 @@ sizes describe (the first ``s0`` rows, ...); the padding beyond it may hold
 anything, NaN included. Ops keep that invariant in one of three ways:
 
 * ops that compute a position from the same positions of their inputs
-  (pointwise ops, layer norm over static dims, embedding lookups, factories,
+  (pointwise ops, layer norm over static dims, lookups into static tables, factories,
   ``tril``, prefix scans, random draws) need nothing;
 * ops that combine positions along a dynamic dimension (reductions, softmax,
   matrix products, losses, the backward of norms and embeddings) see those
@@ -23,9 +23,12 @@ anything, NaN included. Ops keep that invariant in one of three ways:
   a slice along one must start at a fixed index, ``select`` must not index
   one.
 
-Any other op touching a dynamic dimension cannot run padded: under a bound
-that is a compile error naming the op and its source line, otherwise the
-graph is built per exact size instead; never a result that read the padding.
+Any other op touching a dynamic dimension cannot run padded: the graph is
+then built per exact size instead (under a ``mark_dynamic`` bound with a
+warning naming the op and its source line); never a result that read the
+padding. Only a bound given with ``mark_dynamic`` makes one program for
+every size up to it; the ranges Dynamo infers itself (a position table's
+length) just cap the buckets.
 """
 import collections
 import operator
@@ -33,6 +36,7 @@ import os
 import sys
 import threading
 import time
+import warnings
 
 import sympy
 import torch
@@ -58,34 +62,31 @@ def _op_key(op):
     return _rule_name(op).split("::")[1]
 
 
-def bounded_symbols(example_inputs):
-    """{symbol: upper bound} of a graph's symbolic sizes, or None when one of
-    them has no finite bound or a size is not a plain symbol."""
-    syms = {}
-    for x in example_inputs:
-        sizes = x.shape if isinstance(x, torch.Tensor) else (x,) \
-            if isinstance(x, torch.SymInt) else ()
-        for s in sizes:
-            e = _expr(s)
-            if e is None:
-                continue
-            if not e.is_Symbol:
-                return None
-            up = s.node.shape_env.var_to_range[e].upper
-            if not getattr(up, "is_Integer", False):  # unbounded: int_oo
-                return None
-            up = int(up)
-            if up > 2**31 - 1:
-                return None
-            syms[e] = up
-    return syms or None
+def user_bounds(gm):
+    """{symbol: max} of the sizes marked with a max (``mark_dynamic``), read
+    from the tensors Dynamo traced; other symbols' ranges are Dynamo's own
+    inferences (a position table's length), not a request for one program."""
+    bounds = {}
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    for node in placeholders:
+        traced = node.meta.get("example_value")  # symbolic sizes
+        try:
+            real = node.meta["grapharg"].example
+        except (KeyError, AttributeError, RuntimeError):
+            continue
+        for r in getattr(real, "_dynamo_dynamic_range", None) or ():
+            if r.max is not None and isinstance(traced, torch.Tensor) and r.dim < traced.dim():
+                e = _expr(traced.shape[r.dim])
+                if e is not None and e.is_Symbol:
+                    bounds[e] = int(r.max)
+    return bounds
 
 
 # Ops that compute each position from the same positions of their inputs,
 # beyond those tagged pointwise.
 _POSITIONWISE = frozenset("""
     _to_copy clone alias detach lift_fresh_copy tril triu cumsum embedding
-    native_layer_norm convolution
+    gather index_select native_layer_norm convolution
 """.split()) | frozenset("""
     native_dropout native_dropout_backward bernoulli bernoulli.p bernoulli.Tensor uniform
     normal_functional normal.Tensor_float normal.float_Tensor normal.Tensor_Tensor
@@ -371,8 +372,8 @@ class BucketBuilder(_Builder):
                 x, k = val(0), len(args[1])
                 if any(d >= x.dim() - k for d in self._dyn_dims(x)):
                     raise _Refused("it normalizes over a dynamic dimension")
-            if key == "embedding" and self._dyn_dims(val(0)):
-                raise _Refused("its weight has a dynamic dimension")
+            if key in ("embedding", "gather", "index_select") and self._dyn_dims(val(0)):
+                raise _Refused("the tensor it reads from has a dynamic dimension")
             if key == "convolution" and any(d != 0 for d in self._dyn_dims(val(0))):
                 raise _Refused("only the batch dimension of a convolution may be dynamic")
             return []
@@ -459,9 +460,8 @@ class BucketBuilder(_Builder):
             plan = self._plan(node, key, args)
         except _Refused as e:
             raise PaddingRefused(
-                f"{_rule_name(op)} cannot run on a bucketed (bounded dynamic) size: {e}; "
-                f"compile without a bound (torch_tpu.mark_dynamic max) to specialise "
-                f"per shape, at\n{_where(node)}") from None
+                f"{_rule_name(op)} cannot run on a bucketed (padded) size: {e}, "
+                f"at\n{_where(node)}") from None
         self.masked = {}
         for i, dims, fill in plan:
             if isinstance(args[i], torch.fx.Node):
@@ -532,9 +532,6 @@ class BucketBuilder(_Builder):
 
     def build(self):
         outputs = self._lower_nodes()
-        if self.mutations:
-            raise TpuCompileError(f"{self.name}: input mutations are not supported on "
-                                  f"bucketed (bounded dynamic) sizes")
         layout, fresh = [], 0
         for o in outputs:
             if not isinstance(o, torch.fx.Node):
@@ -552,6 +549,15 @@ class BucketBuilder(_Builder):
                 self.prog.add_output(self.env[o], -1, val.dtype)
                 layout.append(("out", fresh, [_expr(s) for s in val.shape]))
                 fresh += 1
+        # Inputs updated in place (running statistics): written back by the
+        # program; a padded input is a copy, so those must be static.
+        for target, src in self.mutations:
+            val = target.meta["val"]
+            if self._dyn_dims(val) and not self.exact:
+                raise PaddingRefused(f"{self.name}: an input with a dynamic dimension is "
+                                     f"updated in place")
+            v = self.prog.convert(self.env[src], val.dtype, self._bound_shape(val))
+            self.prog.add_output(v, self.input_index[target], val.dtype)
         t0 = time.perf_counter()
         if self.prog.compile(self.name):
             _add_seconds("xla_seconds", time.perf_counter() - t0)
@@ -624,14 +630,17 @@ def bucket_of(n, upper):
 
 
 class _Buckets:
-    """Runs an AOT graph whose sizes change at run time (no bound given):
-    one program per bucket of its sizes, built at the first call that needs
-    it, in an LRU cache; a graph with an op that cannot run padded gets one
-    program per exact size instead."""
+    """Runs an AOT graph whose sizes change at run time: one program per
+    bucket of its sizes (a size marked with a max: the max; any other: the
+    next power of two), built at the first call that needs it, in an LRU
+    cache. A graph with an op that cannot run padded gets one program per
+    exact size instead (with a warning naming the op when a max was asked
+    for)."""
 
-    def __init__(self, agm, examples, name):
+    def __init__(self, agm, examples, name, fixed):
         self.agm, self.examples, self.name = agm, examples, name
         self.symbols, self.sources = size_sources(examples)
+        self.fixed = {e: b for e, b in fixed.items() if e in self.symbols}
         self.upper = {}
         for e in self.symbols:
             up = next((s.node.shape_env.var_to_range[e].upper
@@ -647,8 +656,12 @@ class _Buckets:
 
     def __call__(self, args):
         values = runtime_sizes(self.sources, args)
-        bounds = {e: bucket_of(values[e], self.upper[e]) for e in self.symbols} \
-            if self.padded else values
+        for e, b in self.fixed.items():
+            if values[e] > b:
+                raise TpuCompileError(f"size {values[e]} exceeds the bound {b} of a "
+                                      f"bucketed dimension ({e})")
+        bounds = {e: self.fixed.get(e) or bucket_of(values[e], self.upper[e])
+                  for e in self.symbols} if self.padded else values
         key = tuple(bounds[e] for e in self.symbols)
         with self.lock:
             fn = self.cache.get(key)
@@ -669,7 +682,10 @@ class _Buckets:
             except TpuCompileError as e:
                 # an op that cannot run padded, or sizes that do not hold
                 # together at independent buckets: exact sizes always do
-                if os.environ.get("TORCH_TPU_LOG_COMPILES"):
+                if self.fixed:
+                    warnings.warn(f"torch_tpu: {e}\nThis graph is compiled per exact size "
+                                  f"instead of once at the bound.", stacklevel=2)
+                elif os.environ.get("TORCH_TPU_LOG_COMPILES"):
                     print(f"[torch_tpu] {self.name}: per exact size, not bucketed: {e}",
                           file=sys.stderr)
                 self.padded = False
@@ -688,26 +704,17 @@ class _Buckets:
         return fn, key
 
 
-def bucketed_backend(gm, example_inputs, bounds):
-    """AOTAutograd over |gm| with graphs (forward, backward, inference)
-    built at |bounds| ({symbol: max} from mark_dynamic: one program, an op
-    that cannot run padded is an error), or, with |bounds| None (sizes that
-    changed at run time), per bucket of the sizes (_Buckets)."""
+def bucketed_backend(gm, example_inputs, fixed):
+    """AOTAutograd over |gm| with its graphs (forward, backward, inference)
+    run per bucket of their sizes (_Buckets); |fixed|: {symbol: max} of the
+    sizes marked with a max."""
     from torch._dynamo.backends.common import aot_autograd
-    from torch._subclasses.fake_tensor import unset_fake_temporarily
 
     def compile_graph(agm, examples):
         name = f"compiled_bucketed_{len(list(agm.graph.nodes))}nodes"
-        if bounds is None:
-            run = _Buckets(agm, examples, name)
-            run._boxed_call = True
-            return run
-        t0 = time.perf_counter()
-        with unset_fake_temporarily():
-            fn = BucketBuilder(agm, examples, name, bounds).build()
-        _add_seconds("seconds", time.perf_counter() - t0)
-        _count("bucketed")
-        return fn
+        run = _Buckets(agm, examples, name, fixed)
+        run._boxed_call = True
+        return run
 
     return aot_autograd(fw_compiler=compile_graph, inference_compiler=compile_graph,
                         decompositions=decompositions(),

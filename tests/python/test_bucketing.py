@@ -121,9 +121,10 @@ def test_padding_made_nonzero_inside_the_graph_is_masked():
     (lambda x: x[-1] * 2, "symbolic or negative start|selects an index"),
     (lambda x: x.sort(0).values, "not verified"),
 ])
-def test_ops_that_would_read_the_padding_are_refused(fn, why):
-    with pytest.raises(Exception, match=f"bucketed.*({why})"):
-        _run(fn, [torch.randn(5, 3)], 0, 16)
+def test_ops_that_would_read_the_padding_run_per_exact_size_with_a_warning(fn, why):
+    # named in the warning; results still right, one program per size
+    with pytest.warns(UserWarning, match=f"bucketed.*({why})"):
+        assert _run(fn, [torch.randn(5, 3), torch.randn(7, 3)], 0, 16) == 2
 
 
 def test_kv_cache_concat_and_positions_from_a_symbolic_start():
@@ -162,11 +163,7 @@ def test_hf_generate_with_compiled_forward_runs_one_program_per_bucket():
     cfg = transformers.LlamaConfig(vocab_size=128, hidden_size=32, intermediate_size=64,
                                    num_hidden_layers=2, num_attention_heads=4,
                                    num_key_value_heads=2, max_position_embeddings=64)
-    torch.manual_seed(0)
-    cpu = transformers.LlamaForCausalLM(cfg).eval()
-    dev = transformers.LlamaForCausalLM(cfg).eval()
-    dev.load_state_dict(cpu.state_dict())
-    dev = dev.to("tpu")
+    cpu, dev = _cpu_and_tpu(lambda: transformers.LlamaForCausalLM(cfg).eval())
     dev.forward = torch.compile(dev.forward, backend="tpu")
     torch._dynamo.reset()
     ids = torch.randint(0, 128, (1, 5))
@@ -177,6 +174,16 @@ def test_hf_generate_with_compiled_forward_runs_one_program_per_bucket():
     # lengths 7..24 of the cache: buckets 8, 16, 32
     assert st["compiled_bucketed"] - st0["compiled_bucketed"] == 3
     assert st["compiled_specializations"] == st0["compiled_specializations"]
+
+
+def _cpu_and_tpu(make):
+    """Two copies of the model |make()| builds, one on the CPU and one on
+    tpu, with the same weights."""
+    torch.manual_seed(0)
+    cpu = make()
+    dev = make()
+    dev.load_state_dict(cpu.state_dict())
+    return cpu, dev.to("tpu")
 
 
 def _tiny_gpt():
@@ -223,16 +230,43 @@ def test_transformer_training_step_one_forward_one_backward_program(dim, sizes, 
     assert _program_compiles()[0] - before[0] == 2
 
 
-def test_dynamic_sequence_inside_a_batch_is_refused_at_the_merge():
-    # [2, T] -> [2*T] would put the padding between the two sequences.
+def test_dynamic_sequence_inside_a_batch_runs_per_exact_size():
+    # [2, T] -> [2*T] would put the padding between the two sequences: the
+    # warning names the reshape, and the loss is still the CPU's.
     cpu, loss_fn = _tiny_gpt()
-    dev = cpu.to("tpu")
+    dev, _ = _tiny_gpt()
+    dev = dev.to("tpu")
     torch._dynamo.reset()
     step = torch.compile(lambda x, y: loss_fn(dev, x, y), backend="tpu")
-    x = torch.randint(0, 64, (2, 9), device="tpu")
-    torch_tpu.mark_dynamic(x, 1, max=16)
-    with pytest.raises(Exception, match="moves a dynamic dimension inside"):
-        step(x, x)
+    x = torch.randint(0, 64, (2, 9))
+    xt = x.to("tpu")
+    torch_tpu.mark_dynamic(xt, 1, max=16)
+    with pytest.warns(UserWarning, match="moves a dynamic dimension inside"), torch.no_grad():
+        got = step(xt, xt)
+    with torch.no_grad():
+        torch.testing.assert_close(got.cpu(), loss_fn(cpu, x, x), rtol=1e-5, atol=1e-5)
+
+
+def test_sizes_dynamo_bounds_itself_are_buckets_not_one_program():
+    # BERT's position table bounds the sequence length (a Dynamo inference,
+    # not a mark_dynamic max): changing lengths run per bucket, no warning.
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.BertConfig(num_hidden_layers=2, hidden_size=32, num_attention_heads=4,
+                                  intermediate_size=64, vocab_size=256)
+    cpu, dev = _cpu_and_tpu(lambda: transformers.BertModel(cfg).eval())
+    torch._dynamo.reset()
+    f = torch.compile(lambda ids: dev(input_ids=ids)[0], backend="tpu")
+    import warnings
+    before = torch.tpu._get_cache_stats()["compiled_bucketed"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        for n in (7, 9, 12):
+            ids = torch.randint(0, 256, (1, n))
+            with torch.no_grad():
+                torch.testing.assert_close(f(ids.to("tpu")).cpu(), cpu(input_ids=ids)[0],
+                                           rtol=1e-4, atol=1e-5)
+    # 7 static; 9 and 12 share bucket 16
+    assert torch.tpu._get_cache_stats()["compiled_bucketed"] - before == 1
 
 
 def test_size_over_the_bound_is_never_silently_wrong():
@@ -260,3 +294,24 @@ def test_size_over_the_bound_is_never_silently_wrong():
 def test_mark_dynamic_checks_its_bound():
     with pytest.raises(ValueError):
         torch_tpu.mark_dynamic(torch.zeros(3, 3), 0, max=1)
+
+
+def test_running_statistics_update_with_a_changing_batch():
+    # BatchNorm's running statistics are inputs updated in place; its batch
+    # reduction cannot run padded, so each batch size gets its program.
+    ref, dev = _cpu_and_tpu(lambda: torch.nn.Sequential(torch.nn.Linear(4, 8),
+                                                        torch.nn.BatchNorm1d(8)).train())
+    torch._dynamo.reset()
+    compiled = torch.compile(dev, backend="tpu")
+    g = torch.Generator().manual_seed(1)
+    for n in (5, 6, 9):
+        x, w = torch.randn(n, 4, generator=g), torch.randn(n, 8, generator=g)
+        got = compiled(x.to("tpu"))
+        (got * w.to("tpu")).sum().backward()
+        want = ref(x)
+        (want * w).sum().backward()
+        torch.testing.assert_close(got.cpu(), want, rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(dev[1].running_mean.cpu(), ref[1].running_mean)
+        torch.testing.assert_close(dev[1].running_var.cpu(), ref[1].running_var)
+        torch.testing.assert_close(dev[0].weight.grad.cpu(), ref[0].weight.grad,
+                                   rtol=1e-4, atol=1e-5)
