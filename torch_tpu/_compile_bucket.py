@@ -157,6 +157,10 @@ def _box_reshape_ok(src, dst, src_b, dst_b):
 _N = sympy.Symbol("_N", integer=True, positive=True)
 
 
+_RUNTIME_ASSERTS = (aten._assert_scalar.default, aten.sym_constrain_range.default,
+                    aten.sym_constrain_range_for_size.default)
+
+
 class _Val:
     """A program value made while lowering (not a graph node)."""
 
@@ -271,10 +275,11 @@ class BucketBuilder(_Builder):
 
     def _arg(self, a, tensors, schema_type):
         if isinstance(a, torch.fx.Node) and isinstance(self.constants.get(a), _SymArg):
-            v = a.meta["val"]
-            return v if isinstance(v, int) else _at(_expr(v), self.bounds)
-        if isinstance(a, torch.SymInt):
-            return _at(_expr(a), self.bounds)
+            a = a.meta["val"]
+        if isinstance(a, torch.SymFloat):
+            a = float(a.node.expr.xreplace({k: sympy.Integer(v) for k, v in self.bounds.items()}))
+        elif isinstance(a, torch.SymInt):
+            a = _at(_expr(a), self.bounds)
         return super()._arg(a, tensors, schema_type)
 
     @staticmethod
@@ -443,10 +448,21 @@ class BucketBuilder(_Builder):
     def lower_node(self, node):
         op = node.target
         val = node.meta.get("val")
-        if isinstance(val, (torch.SymInt, int)) and not isinstance(val, bool) and \
-                op is not operator.getitem:
+        if isinstance(val, (torch.SymInt, torch.SymFloat, int, float)) and \
+                not isinstance(val, bool) and op is not operator.getitem:
             self.constants[node] = _SymArg(node)  # size arithmetic, read by _arg
             return
+        if isinstance(val, (torch.SymBool, bool)) or op in _RUNTIME_ASSERTS:
+            # size tests and the asserts on them: Dynamo's guards hold them
+            return
+        # (symbolic decompositions of some ops use these spellings)
+        if op is torch.ops.prims.convert_element_type.default:
+            node.target = aten._to_copy.default
+            node.kwargs = {"dtype": node.args[1]}
+            node.args = node.args[:1]
+            op = node.target
+        elif op is aten.true_divide.Tensor:
+            node.target = op = aten.div.Tensor
         if not isinstance(op, torch._ops.OpOverload):
             return super().lower_node(node)
         ins = [a.meta.get("val") for a in node.all_input_nodes]

@@ -315,3 +315,22 @@ def test_running_statistics_update_with_a_changing_batch():
         torch.testing.assert_close(dev[1].running_var.cpu(), ref[1].running_var)
         torch.testing.assert_close(dev[0].weight.grad.cpu(), ref[0].weight.grad,
                                    rtol=1e-4, atol=1e-5)
+
+
+def _halves(x):
+    torch._check(x.shape[0] >= 2)
+    return x[: x.shape[0] // 2] * 2
+
+
+@pytest.mark.parametrize("fn", [
+    _halves,                                             # size tests and asserts
+    lambda x: (x.float() / x.shape[0]).sum(0),           # a size as an operand
+    lambda x: torch.nn.functional.interpolate(           # float size arithmetic
+        x.t().unsqueeze(0), scale_factor=1.5, mode="linear").squeeze(0),
+])
+def test_graphs_of_changing_sizes_run_whatever_they_do_with_the_sizes(fn):
+    torch._dynamo.reset()
+    cf = torch.compile(fn, backend="tpu")
+    for n in (8, 12, 16, 20):
+        x = torch.randn(n, 4)
+        torch.testing.assert_close(cf(x.to("tpu")).cpu(), fn(x), rtol=1e-5, atol=1e-5)
