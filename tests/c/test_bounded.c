@@ -272,6 +272,18 @@ static void ref_softmax(int n, double* out) {
 static const int kSizes[] = {1, 5, 11, 16};
 #define NUM_SIZES (sizeof kSizes / sizeof kSizes[0])
 
+static double ref_dot(const float* x, int n) {
+  double want = 0;
+  for (int k = 0; k < n; k++) want += (double)x[k] * x[k];
+  return want;
+}
+
+static double ref_sum(const float* x, int n) {
+  double want = 0;
+  for (int k = 0; k < n; k++) want += x[k];
+  return want;
+}
+
 TPR_TEST(bounded_sum_and_mean_ignore_padding) {
   tpr_client_t* c;
   CHECK_OK(fixture_client(0, &c));
@@ -285,8 +297,7 @@ TPR_TEST(bounded_sum_and_mean_ignore_padding) {
       float sum = r[0], mean = r[1];
       float x[B];
       fill_padded(x, n, 0);
-      double want = 0;
-      for (int k = 0; k < n; k++) want += x[k];
+      double want = ref_sum(x, n);
       if (!near(sum, want) || !near(mean, want / n))
         fprintf(stderr, "  n=%d garbage=%g: sum %g (want %g) mean %g\n", n,
                 (double)kGarbage[g], (double)sum, want, (double)mean);
@@ -298,11 +309,14 @@ TPR_TEST(bounded_sum_and_mean_ignore_padding) {
   tpr_client_destroy(c);
 }
 
-TPR_TEST(bounded_dot_ignores_padding) {
+// Runs |program| (one f32 scalar result) at every size and padding garbage
+// and compares it with |ref| over the first n elements.
+static void check_padded_scalar(int* tpr_failed_, const char* program,
+                                double (*ref)(const float* x, int n)) {
   tpr_client_t* c;
   CHECK_OK(fixture_client(0, &c));
   tpr_executable_t* exe;
-  CHECK_OK(fixture_compile(c, kDot, &exe));
+  CHECK_OK(fixture_compile(c, program, &exe));
   for (size_t i = 0; i < NUM_SIZES; i++) {
     for (size_t g = 0; g < NUM_GARBAGE; g++) {
       int n = kSizes[i];
@@ -310,14 +324,14 @@ TPR_TEST(bounded_dot_ignores_padding) {
       CHECK_OK(run_padded_scalars(c, exe, n, kGarbage[g], 1, &got));
       float x[B];
       fill_padded(x, n, 0);
-      double want = 0;
-      for (int k = 0; k < n; k++) want += (double)x[k] * x[k];
-      CHECK(near(got, want));
+      CHECK(near(got, ref(x, n)));
     }
   }
   tpr_executable_release(exe);
   tpr_client_destroy(c);
 }
+
+TPR_TEST(bounded_dot_ignores_padding) { check_padded_scalar(tpr_failed_, kDot, ref_dot); }
 
 // A result that keeps its dynamic dimension: what PJRT reports. Printed for
 // the record; the checks pin what the CPU plugin does today.
@@ -409,24 +423,7 @@ TPR_TEST(bounded_static_masked_output) {
 }
 
 TPR_TEST(bounded_masked_sum_without_dynamic_shapes) {
-  tpr_client_t* c;
-  CHECK_OK(fixture_client(0, &c));
-  tpr_executable_t* exe;
-  CHECK_OK(fixture_compile(c, kMaskedSum, &exe));
-  for (size_t i = 0; i < NUM_SIZES; i++) {
-    for (size_t g = 0; g < NUM_GARBAGE; g++) {
-      int n = kSizes[i];
-      float got;
-      CHECK_OK(run_padded_scalars(c, exe, n, kGarbage[g], 1, &got));
-      float x[B];
-      fill_padded(x, n, 0);
-      double want = 0;
-      for (int k = 0; k < n; k++) want += x[k];
-      CHECK(near(got, want));
-    }
-  }
-  tpr_executable_release(exe);
-  tpr_client_destroy(c);
+  check_padded_scalar(tpr_failed_, kMaskedSum, ref_sum);
 }
 
 // Two dimensions: x is f32[4x16] with dim 1 dynamic (the inner one); the
