@@ -581,24 +581,24 @@ class BucketBuilder(_Builder):
         pad_to = [[_at(e, self.bounds) if (e := _expr(s)) is not None else None
                    for s in x.shape] for x in self.examples]
         return _runner(self.prog, layout, self.baked, self.tensor_pos, pad_to,
-                       self.symbols, self.sources, self.bounds)
+                       self.symbols, self.bounds)
 
 
 class _Refused(Exception):
     pass
 
 
-def _runner(prog, layout, baked, tensor_pos, pad_to, symbols, sources, bounds):
-    """Runs a program compiled at the bounds: pads each tensor input up to
-    its bounds (pad_to[k][d]: the bound of dim d of tensor input k, or None),
+def _runner(prog, layout, baked, tensor_pos, pad_to, symbols, bounds):
+    """run(args, values) runs a program compiled at the bounds on a call's
+    arguments and sizes ({symbol: int}): pads each tensor input up to its
+    bounds (pad_to[k][d]: the bound of dim d of tensor input k, or None),
     passes the sizes as s32 scalars, and slices outputs back."""
 
-    def run(args):
+    def run(args, values):
         for i, v in baked.items():
             if args[i] != v:
                 raise TpuCompileError(f"compiled graph input {i} was specialised to {v}, "
                                       f"got {args[i]}")
-        values = runtime_sizes(sources, args)
         for e, n in values.items():
             if n > bounds[e]:
                 raise TpuCompileError(f"size {n} exceeds the bound {bounds[e]} of a "
@@ -632,7 +632,6 @@ def _runner(prog, layout, baked, tensor_pos, pad_to, symbols, sources, bounds):
                 res.append(v)
         return res
 
-    run._boxed_call = True
     return run
 
 
@@ -657,12 +656,12 @@ class _Buckets:
         self.agm, self.examples, self.name = agm, examples, name
         self.symbols, self.sources = size_sources(examples)
         self.fixed = {e: b for e, b in fixed.items() if e in self.symbols}
-        self.upper = {}
-        for e in self.symbols:
-            up = next((s.node.shape_env.var_to_range[e].upper
-                       for x in examples for s in (x.shape if isinstance(x, torch.Tensor) else [x])
-                       if isinstance(s, torch.SymInt)), None)
-            self.upper[e] = int(up) if getattr(up, "is_Integer", False) else 2**31 - 1
+        env = next((s.node.shape_env for x in examples
+                    for s in (x.shape if isinstance(x, torch.Tensor) else [x])
+                    if isinstance(s, torch.SymInt)), None)
+        ups = {e: env.var_to_range[e].upper for e in self.symbols} if env else {}
+        self.upper = {e: int(u) if getattr(u, "is_Integer", False) else 2**31 - 1
+                      for e, u in ups.items()}
         # False once an op refused padding, or when bucketing is turned off
         # (TORCH_TPU_COMPILE_BUCKETS=0: one program per exact size)
         self.padded = os.environ.get("TORCH_TPU_COMPILE_BUCKETS", "1") != "0"
@@ -671,11 +670,7 @@ class _Buckets:
         self.lock = threading.Lock()
 
     def __call__(self, args):
-        values = runtime_sizes(self.sources, args)
-        for e, b in self.fixed.items():
-            if values[e] > b:
-                raise TpuCompileError(f"size {values[e]} exceeds the bound {b} of a "
-                                      f"bucketed dimension ({e})")
+        values = runtime_sizes(self.sources, args)  # (the runner checks the bounds)
         bounds = {e: self.fixed.get(e) or bucket_of(values[e], self.upper[e])
                   for e in self.symbols} if self.padded else values
         key = tuple(bounds[e] for e in self.symbols)
@@ -685,7 +680,7 @@ class _Buckets:
                 self.cache.move_to_end(key)
         if fn is None:
             fn, key = self._build(bounds, values)
-        return fn(args)
+        return fn(args, values)
 
     def _build(self, bounds, values):
         from torch._subclasses.fake_tensor import unset_fake_temporarily
