@@ -105,6 +105,42 @@ bool writes_unmarked(const std::string& name, size_t i,
          args[5].isBool() && args[5].toBool();
 }
 
+// What the dispatch path needs to know about an op that does not change
+// between calls, looked up once per schema: the name, whether a lowering
+// rule exists, which arguments the op writes, where its indices are.
+struct OpInfo {
+  std::string name;
+  bool has_rule = false;
+  bool has_meta = false;  // only true is remembered: kernels may come later
+  bool is_out_fn = false;
+  bool batch_norm = false;        // writes_unmarked applies
+  int indices = -1;               // the "indices" argument, if any
+  std::vector<char> writes;       // per argument
+};
+
+const OpInfo& op_info(const c10::OperatorHandle& op) {
+  static thread_local std::unordered_map<const c10::FunctionSchema*, OpInfo> infos;
+  const auto& s = op.schema();
+  const std::string& name = op_name(op);
+  OpInfo& info = infos[&s];
+  if (info.name != name) {  // new, or a deregistered schema's reused address
+    info = OpInfo();
+    info.name = name;
+    info.has_rule = tpr_rule_find(name.c_str()) != nullptr;
+    info.batch_norm = name == "aten::native_batch_norm";
+    auto pos = s.argumentIndexWithName("indices");
+    info.indices = pos ? static_cast<int>(*pos) : -1;
+    for (const auto& a : s.arguments()) {
+      info.is_out_fn |= a.is_out();
+      info.writes.push_back(writes(a));
+    }
+  }
+  if (!info.has_meta)
+    info.has_meta = op.hasKernelForDispatchKey(c10::DispatchKey::Meta) ||
+                    op.hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutograd);
+  return info;
+}
+
 // Append-only storage whose elements never move (the C call keeps pointers
 // to them) and which keeps its blocks across clear().
 template <typename T, size_t kBlock = 16>
@@ -423,7 +459,7 @@ void add_out(CallState& st, const at::Tensor& real, const char* op) {
 }
 
 at::Tensor fresh_like_meta(const at::Tensor& m, c10::Device device) {
-  return at::empty_strided(m.sizes(), m.strides(), m.options().device(device));
+  return empty_strided_tpu(m.sizes(), m.strides(), m.scalar_type(), device);
 }
 
 // -- debug-mode bounds checks ---------------------------------------------
@@ -496,7 +532,8 @@ void check_index_bounds(const std::string& name, const torch::jit::Stack& args) 
 // Runs an op that has a lowering rule. Returns false when it cannot
 // (no meta kernel), so the caller may fall back.
 bool run_native(const c10::OperatorHandle& op, torch::jit::Stack* stack,
-                const std::string& name) {
+                const OpInfo& info) {
+  const std::string& name = info.name;
   const auto& schema = op.schema();
   const size_t nargs = schema.arguments().size();
   torch::jit::Stack args(stack->end() - nargs, stack->end());
@@ -504,9 +541,7 @@ bool run_native(const c10::OperatorHandle& op, torch::jit::Stack* stack,
   if (tpr_eager_launch_blocking()) check_index_bounds(name, args);
 
   // 1. Result metadata from PyTorch's meta kernel.
-  if (!op.hasKernelForDispatchKey(c10::DispatchKey::Meta) &&
-      !op.hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutograd))
-    return false;
+  if (!info.has_meta) return false;
   std::shared_ptr<const MetaResult> mr = meta_result(op, args, nargs);
   const torch::jit::Stack& meta = mr->returns;
   const torch::jit::Stack& meta_args = mr->args;
@@ -515,8 +550,7 @@ bool run_native(const c10::OperatorHandle& op, torch::jit::Stack* stack,
   PooledCallState pooled;
   CallState& st = pooled.get();
   std::vector<c10::IValue>& returns = st.returns;
-  bool is_out_fn = false;
-  for (const auto& a : schema.arguments()) is_out_fn |= a.is_out();
+  const bool is_out_fn = info.is_out_fn;
   if (!is_out_fn) {
     for (size_t r = 0; r < schema.returns().size(); r++) {
       const auto& ret = schema.returns()[r];
@@ -548,7 +582,7 @@ bool run_native(const c10::OperatorHandle& op, torch::jit::Stack* stack,
   stripped.assign(nargs, 0);
   for (size_t i = 0; i < nargs; i++) {
     const auto& sa = schema.arguments()[i];
-    if (!writes(sa) && !writes_unmarked(name, i, args)) continue;
+    if (!info.writes[i] && !(info.batch_norm && writes_unmarked(name, i, args))) continue;
     stripped[i] = sa.is_out();
     const auto& v = args[i];
     if (v.isTensor()) {
@@ -644,11 +678,10 @@ bool run_native(const c10::OperatorHandle& op, torch::jit::Stack* stack,
 // Boolean-mask indices (x[mask], x[mask] = v) have data-dependent shapes:
 // replace each mask by the long indices of its true elements (one sync), as
 // PyTorch's own kernels do, so the op runs natively with fixed shapes.
-void expand_bool_indices(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
-  const auto& schema = op.schema();
-  auto pos = schema.argumentIndexWithName("indices");
-  if (!pos) return;
-  c10::IValue& v = (*stack)[stack->size() - schema.arguments().size() + *pos];
+void expand_bool_indices(const c10::OperatorHandle& op, const OpInfo& info,
+                         torch::jit::Stack* stack) {
+  if (info.indices < 0) return;
+  c10::IValue& v = (*stack)[stack->size() - op.schema().arguments().size() + info.indices];
   if (!v.isList()) return;
   bool any = false;
   for (const auto& e : v.toListRef())
@@ -671,11 +704,12 @@ void expand_bool_indices(const c10::OperatorHandle& op, torch::jit::Stack* stack
 
 void tpu_fallback(const c10::OperatorHandle& op, c10::DispatchKeySet,
                   torch::jit::Stack* stack) {
-  const std::string& name = op_name(op);
-  expand_bool_indices(op, stack);
-  if (tpr_rule_find(name.c_str())) {
+  const OpInfo& info = op_info(op);
+  const std::string& name = info.name;
+  expand_bool_indices(op, info, stack);
+  if (info.has_rule) {
     try {
-      if (run_native(op, stack, name)) return;
+      if (run_native(op, stack, info)) return;
     } catch (const std::exception& e) {
       // The meta kernel cannot say the result's shape (data-dependent
       // output, e.g. boolean-mask indexing): only running it can.

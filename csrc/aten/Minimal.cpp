@@ -31,6 +31,17 @@ at::Tensor nonzero_sync(const at::Tensor& self) {
   return at::nonzero_static(self, n, -1);
 }
 
+at::Tensor empty_strided_tpu(c10::IntArrayRef sizes, c10::IntArrayRef strides,
+                             c10::ScalarType dtype, c10::Device device) {
+  checked_dtype(dtype, "empty_strided");
+  // The allocator places storage on the current device.
+  std::optional<c10::DeviceGuard> guard;
+  if (device.has_index() && device.index() != current_device()) guard.emplace(device);
+  return at::detail::empty_strided_generic(
+      sizes, strides, tpu_allocator(),
+      c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), dtype);
+}
+
 namespace {
 
 constexpr c10::DispatchKeySet kTpuKeys(c10::DispatchKey::PrivateUse1);
@@ -58,14 +69,10 @@ at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride,
                          std::optional<c10::Layout> layout,
                          std::optional<c10::Device> device,
                          std::optional<bool> pin_memory) {
-  auto dev = c10::device_or_default(device);
   TORCH_CHECK(c10::layout_or_default(layout) == c10::Layout::Strided,
               "tpu supports only strided tensors");
-  auto st = c10::dtype_or_default(dtype);
-  checked_dtype(st, "empty_strided");
-  c10::DeviceGuard guard(dev);
-  return at::detail::empty_strided_generic(size, stride, tpu_allocator(),
-                                           kTpuKeys, st);
+  return empty_strided_tpu(size, stride, c10::dtype_or_default(dtype),
+                           c10::device_or_default(device));
 }
 
 void ensure_storage_fits(const at::Tensor& self) {
