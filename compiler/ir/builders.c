@@ -6,6 +6,7 @@
 // same shape, identity transpose, convert to the same dtype, ...) return the
 // operand itself and add no node.
 #include <math.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "compiler/ir/graph_internal.h"
@@ -622,6 +623,35 @@ void tpr_argreduce(tpr_graph_t* g, tpr_value_t v, int64_t dim, bool is_max,
   *out_indices = first + 1;
 }
 
+static atomic_bool swap_transposed_dots;
+
+void tpr_graph_set_swap_transposed_dots(bool on) {
+  atomic_store(&swap_transposed_dots, on);
+}
+
+tpr_value_t tpr_optimization_barrier(tpr_graph_t* g, tpr_value_t v) {
+  if (!tpr_graph_ok(g)) return TPR_VALUE_NONE;
+  OPERAND(t, v, "tpr_optimization_barrier", 0);
+  tpr_type_t r = *t;
+  return add1(g, TPR_OP_OPTIMIZATION_BARRIER, 0, &v, 1, NULL, 0, r);
+}
+
+// [M,K] x transpose(W [N,K]) with M < N, as transpose(W x^T) (see
+// tpr_graph_set_swap_transposed_dots); TPR_VALUE_NONE when it does not apply.
+static tpr_value_t swapped_dot(tpr_graph_t* g, tpr_value_t lhs,
+                               tpr_value_t rhs, tpr_dtype_t result_dtype) {
+  const tpr_node_t* n = tpr_graph_node_of(g, rhs);
+  if (n->op != TPR_OP_TRANSPOSE) return TPR_VALUE_NONE;
+  tpr_value_t w = g->operands[n->operands];
+  const tpr_type_t* tl = &tpr_graph_value(g, lhs)->type;
+  const tpr_type_t* tw = &tpr_graph_value(g, w)->type;
+  if (tw->rank != 2 || tl->dims[0] >= tw->dims[0]) return TPR_VALUE_NONE;
+  static const int64_t kOne = 1, kSwap[2] = {1, 0};
+  tpr_value_t p = tpr_dot_general(g, w, lhs, 0, NULL, NULL, 1, &kOne, &kOne,
+                                  result_dtype);
+  return tpr_transpose(g, tpr_optimization_barrier(g, p), kSwap);
+}
+
 tpr_value_t tpr_dot_general(tpr_graph_t* g, tpr_value_t lhs, tpr_value_t rhs,
                             int num_batch, const int64_t* lhs_batch,
                             const int64_t* rhs_batch, int num_contract,
@@ -680,6 +710,12 @@ tpr_value_t tpr_dot_general(tpr_graph_t* g, tpr_value_t lhs, tpr_value_t rhs,
   for (int i = 0; i < num_batch; i++) ints[n++] = rhs_batch[i];
   for (int i = 0; i < num_contract; i++) ints[n++] = lhs_contract[i];
   for (int i = 0; i < num_contract; i++) ints[n++] = rhs_contract[i];
+  if (num_batch == 0 && num_contract == 1 && tl->rank == 2 && tr->rank == 2 &&
+      lhs_contract[0] == 1 && rhs_contract[0] == 0 &&
+      atomic_load_explicit(&swap_transposed_dots, memory_order_relaxed)) {
+    tpr_value_t swapped = swapped_dot(g, lhs, rhs, result_dtype);
+    if (swapped != TPR_VALUE_NONE || !tpr_graph_ok(g)) return swapped;
+  }
   tpr_value_t ops[2] = {lhs, rhs};
   return add1(g, TPR_OP_DOT_GENERAL, 0, ops, 2, ints, n, r);
 }

@@ -74,6 +74,7 @@ typedef enum tpr_op_e {
   // bounded dynamism (builders.c)
   TPR_OP_SET_DIMENSION_SIZE,  // sub = dimension; ints = {restore};
                               // operands = v, size (enter) or v (restore)
+  TPR_OP_OPTIMIZATION_BARRIER,  // one operand, its value unchanged
   TPR_OP_COUNT_
 } tpr_op_t;
 

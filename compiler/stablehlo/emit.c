@@ -997,6 +997,10 @@ static void emit_node(emitter_t* e, int ni) {
       begin(e, n);
       call(e, n, "stablehlo.reshape");
       break;
+    case TPR_OP_OPTIMIZATION_BARRIER:
+      begin(e, n);
+      call(e, n, "stablehlo.optimization_barrier");
+      break;
     case TPR_OP_TRANSPOSE:
       begin(e, n);
       call(e, n, "stablehlo.transpose");

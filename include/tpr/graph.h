@@ -274,6 +274,20 @@ tpr_value_t tpr_dot_general(tpr_graph_t* graph, tpr_value_t lhs,
                             const int64_t* rhs_contract,
                             tpr_dtype_t result_dtype);
 
+// XLA:CPU packs a dot's right operand block by block, and that packing is
+// slow when the operand contracts along its minor dimension: x @ W.t() with
+// few rows in x (a linear layer on a short batch) spent a third of a small
+// transformer's forward there. When on (the eager runtime turns it on for
+// CPU plugins), a 2-D product whose right operand is a transposed value W and
+// whose left side has fewer rows than the result has columns is built as
+// transpose(W @ x^T), the transpose behind an optimization barrier so that
+// XLA does not fold it back into the dot. Process-wide; off by default.
+void tpr_graph_set_swap_transposed_dots(bool on);
+
+// stablehlo.optimization_barrier on one value: XLA may not move or fold
+// computations across it.
+tpr_value_t tpr_optimization_barrier(tpr_graph_t* graph, tpr_value_t v);
+
 //===--- indexing --------------------------------------------------------===//
 
 // Elements of the rank-1 |v| at |indices| (any rank, integer dtype):

@@ -3,6 +3,7 @@
 // compile; view reads and writes (fixed and random windows) must match a
 // plain C reference; constants must come back bit-exact.
 #include <stdlib.h>
+#include <string.h>
 
 #include "harness.h"
 #include "test_emit_samples.h"
@@ -279,4 +280,53 @@ TPR_TEST(emit_plugin_compiles_fuzzed_graphs) {
   tpr_client_destroy(c);
   printf("  fuzz: %d graphs compiled, %d rejected\n", compiled, failed);
   CHECK(failed == 0);
+}
+
+// x @ W.t() built swapped (transpose(W @ x^T) behind a barrier) gives the
+// product a plain C loop gives; with the policy off, or when x has as many
+// rows as the result has columns, no barrier is built.
+static bool swapped_dot_case(tpr_client_t* c, bool on, int64_t m, int64_t n,
+                             bool* has_barrier) {
+  enum { K = 4 };
+  float x[8 * K], w[8 * K], got[64], want[64];
+  for (int64_t i = 0; i < m * K; i++) x[i] = (float)(i % 7) - 3.0f;
+  for (int64_t i = 0; i < n * K; i++) w[i] = (float)(i % 5) * 0.5f - 1.0f;
+  for (int64_t i = 0; i < m; i++)
+    for (int64_t j = 0; j < n; j++) {
+      float acc = 0;
+      for (int k = 0; k < K; k++) acc += x[i * K + k] * w[j * K + k];
+      want[i * n + j] = acc;
+    }
+  tpr_graph_set_swap_transposed_dots(on);
+  tpr_graph_t* g;
+  if (!tpr_status_is_ok(tpr_graph_create(&g))) return false;
+  tpr_value_t vx = tpr_parameter(g, tpr_type_make(TPR_DTYPE_F32, 2, (int64_t[]){m, K}));
+  tpr_value_t vw = tpr_parameter(g, tpr_type_make(TPR_DTYPE_F32, 2, (int64_t[]){n, K}));
+  static const int64_t kT[2] = {1, 0}, kOne = 1, kZero = 0;
+  tpr_graph_add_result(g, tpr_dot_general(g, vx, tpr_transpose(g, vw, kT), 0,
+                                          NULL, NULL, 1, &kOne, &kZero,
+                                          TPR_DTYPE_F32));
+  tpr_graph_set_swap_transposed_dots(false);
+  char* text = NULL;
+  bool ok = tpr_status_is_ok(tpr_graph_emit_stablehlo(g, &text, NULL));
+  *has_barrier = ok && strstr(text, "stablehlo.optimization_barrier") != NULL;
+  tpr_free(text);
+  const float* args[2] = {x, w};
+  ok = ok && tpr_status_is_ok(run_f32(c, g, 2, args, NULL, got, m * n));
+  tpr_graph_free(g);
+  for (int64_t i = 0; ok && i < m * n; i++) ok = got[i] == want[i];
+  return ok;
+}
+
+TPR_TEST(emit_plugin_swapped_transposed_dot_matches_reference) {
+  tpr_client_t* c;
+  CHECK_OK(fixture_client(1, &c));
+  bool barrier = false;
+  CHECK(swapped_dot_case(c, true, 2, 8, &barrier));
+  CHECK(barrier);
+  CHECK(swapped_dot_case(c, false, 2, 8, &barrier));
+  CHECK(!barrier);
+  CHECK(swapped_dot_case(c, true, 8, 8, &barrier));  // m == n: kept as is
+  CHECK(!barrier);
+  tpr_client_destroy(c);
 }
