@@ -474,6 +474,33 @@ def _compile_graph(gm, example_inputs, kind):
     return compiled
 
 
+def _view_ops():
+    aten = torch.ops.aten
+    return {aten.t.default, aten.transpose.int, aten.permute.default, aten.view.default,
+            aten._unsafe_view.default, aten.unsqueeze.default, aten.squeeze.dim,
+            aten.squeeze.dims, aten.squeeze.default, aten.alias.default, aten.detach.default,
+            aten.expand.default}
+
+
+def _partition(joint_module, joint_inputs, *, num_fwd_outputs, **kwargs):
+    """AOTAutograd's default partition, except that the forward saves the
+    base of a view (a transposed weight, a reshaped activation) rather than
+    the view: a program output is a buffer of its own, so a saved view cost
+    a copy (a weight's transpose, each step), and the backward's program
+    recomputes the view for free."""
+    from torch._functorch import partitioners
+    from torch.utils.checkpoint import CheckpointPolicy
+
+    if partitioners._is_functional_graph(joint_module.graph)[0] is None:
+        views = _view_ops()
+        for node in joint_module.graph.nodes:
+            if node.op == "call_function" and node.target in views and \
+                    "recompute" not in node.meta:
+                node.meta["recompute"] = CheckpointPolicy.PREFER_RECOMPUTE
+    return partitioners.default_partition(joint_module, joint_inputs,
+                                          num_fwd_outputs=num_fwd_outputs, **kwargs)
+
+
 def _aot_compile(gm, example_inputs):
     """AOTAutograd with our compilers, through PyTorch's AOTAutograd cache
     (serializable compilers: see _compile_cache)."""
@@ -492,6 +519,7 @@ def _aot_compile(gm, example_inputs):
         inference_compiler=compiler("inference"),
         decompositions=decompositions(),
         keep_inference_input_mutations=True,
+        partition_fn=_partition,
     )
     with _compile_cache.scope():
         return backend(gm, example_inputs)

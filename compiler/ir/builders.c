@@ -640,9 +640,16 @@ tpr_value_t tpr_optimization_barrier(tpr_graph_t* g, tpr_value_t v) {
 // tpr_graph_set_swap_transposed_dots); TPR_VALUE_NONE when it does not apply.
 static tpr_value_t swapped_dot(tpr_graph_t* g, tpr_value_t lhs,
                                tpr_value_t rhs, tpr_dtype_t result_dtype) {
-  const tpr_node_t* n = tpr_graph_node_of(g, rhs);
-  if (n->op != TPR_OP_TRANSPOSE) return TPR_VALUE_NONE;
-  tpr_value_t w = g->operands[n->operands];
+  // The stored operand: an odd number of 2-D transposes from rhs (an even
+  // number leaves it in the layout a dot reads well).
+  tpr_value_t w = rhs;
+  int flips = 0;
+  for (const tpr_node_t* n = tpr_graph_node_of(g, w); n->op == TPR_OP_TRANSPOSE;
+       n = tpr_graph_node_of(g, w)) {
+    w = g->operands[n->operands];
+    flips++;
+  }
+  if (flips % 2 == 0) return TPR_VALUE_NONE;
   const tpr_type_t* tl = &tpr_graph_value(g, lhs)->type;
   const tpr_type_t* tw = &tpr_graph_value(g, w)->type;
   if (tw->rank != 2 || tl->dims[0] >= tw->dims[0]) return TPR_VALUE_NONE;

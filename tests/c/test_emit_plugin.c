@@ -329,4 +329,20 @@ TPR_TEST(emit_plugin_swapped_transposed_dot_matches_reference) {
   CHECK(swapped_dot_case(c, true, 8, 8, &barrier));  // m == n: kept as is
   CHECK(!barrier);
   tpr_client_destroy(c);
+  // Two transposes give back the stored layout: nothing to swap.
+  tpr_graph_set_swap_transposed_dots(true);
+  tpr_graph_t* g;
+  CHECK_OK(tpr_graph_create(&g));
+  static const int64_t kT[2] = {1, 0}, kOne = 1, kZero = 0;
+  tpr_value_t x = tpr_parameter(g, tpr_type_make(TPR_DTYPE_F32, 2, (int64_t[]){2, 4}));
+  tpr_value_t v = tpr_parameter(g, tpr_type_make(TPR_DTYPE_F32, 2, (int64_t[]){4, 8}));
+  tpr_value_t vv = tpr_transpose(g, tpr_transpose(g, v, kT), kT);
+  tpr_graph_add_result(g, tpr_dot_general(g, x, vv, 0, NULL, NULL, 1, &kOne,
+                                          &kZero, TPR_DTYPE_F32));
+  tpr_graph_set_swap_transposed_dots(false);
+  char* text = NULL;
+  CHECK_OK(tpr_graph_emit_stablehlo(g, &text, NULL));
+  CHECK(strstr(text, "optimization_barrier") == NULL);
+  tpr_free(text);
+  tpr_graph_free(g);
 }

@@ -127,6 +127,32 @@ def test_gpt_forward_and_gradients(tpu):
         torch.testing.assert_close(g, gr, rtol=1e-4, atol=1e-5)
 
 
+def test_forward_saves_bases_not_views():
+    """The partition saves a linear layer's weight, not its transpose (a
+    program output would copy it), and the backward recomputes the view."""
+    from functorch.compile import aot_function, make_boxed_func
+
+    from torch_tpu._compile import _partition, _view_ops
+
+    saved = []
+
+    def fw(gm, _):
+        out = next(n for n in gm.graph.nodes if n.op == "output")
+        saved.extend(a for a in out.args[0][1:] if isinstance(a, torch.fx.Node))
+        return make_boxed_func(gm)
+
+    f = aot_function(lambda x, w, b: nn.functional.linear(x, w, b).tanh(), fw_compiler=fw,
+                     bw_compiler=lambda gm, _: make_boxed_func(gm), partition_fn=_partition)
+    args = [torch.randn(4, 8), torch.randn(16, 8), torch.randn(16)]
+    args = [a.requires_grad_() for a in args]
+    f(*args).sum().backward()
+    assert saved and not [n for n in saved if n.target in _view_ops()], saved
+    ref = [a.detach().clone().requires_grad_() for a in args]
+    nn.functional.linear(*ref).tanh().sum().backward()
+    for a, r in zip(args, ref):
+        torch.testing.assert_close(a.grad, r.grad)
+
+
 def test_training_step_with_capturable_adamw_updates_in_place(tpu):
     torch.manual_seed(0)
     model, ref = twins(TinyGPT(vocab=64, d=32, layers=1, heads=2, seq=8), tpu)
