@@ -79,7 +79,8 @@ def measure(name, device, backend, args, mode=None):
         sync(device)
         return out
 
-    latency = median_time(one_infer, reps=args.reps, warmup=1)
+    # A call takes milliseconds: more of them steady the median.
+    latency = median_time(one_infer, reps=4 * args.reps, warmup=3)
     if mode:
         import torch_tpu
 
