@@ -43,7 +43,8 @@ import torch
 
 from . import _C
 from ._compile import (TpuCompileError, _Builder, _add_seconds, _count, _flat_vals,
-                       _rule_name, _schema_args, _where, decompositions, draws_random)
+                       _partition, _rule_name, _schema_args, _where, decompositions,
+                       draws_random)
 
 aten = torch.ops.aten
 
@@ -729,4 +730,5 @@ def bucketed_backend(gm, example_inputs, fixed):
 
     return aot_autograd(fw_compiler=compile_graph, inference_compiler=compile_graph,
                         decompositions=decompositions(),
-                        keep_inference_input_mutations=True)(gm, example_inputs)
+                        keep_inference_input_mutations=True,
+                        partition_fn=_partition)(gm, example_inputs)

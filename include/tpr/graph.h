@@ -278,10 +278,11 @@ tpr_value_t tpr_dot_general(tpr_graph_t* graph, tpr_value_t lhs,
 // slow when the operand contracts along its minor dimension: x @ W.t() with
 // few rows in x (a linear layer on a short batch) spent a third of a small
 // transformer's forward there. When on (the eager runtime turns it on for
-// CPU plugins), a 2-D product whose right operand is a transposed value W and
-// whose left side has fewer rows than the result has columns is built as
-// transpose(W @ x^T), the transpose behind an optimization barrier so that
-// XLA does not fold it back into the dot. Process-wide; off by default.
+// CPU plugins), a 2-D product whose right operand is an odd number of
+// transposes of a value W and whose left side has fewer rows than the result
+// has columns is built as transpose(W @ x^T), the transpose behind an
+// optimization barrier so that XLA does not fold it back into the dot.
+// Process-wide; off by default.
 void tpr_graph_set_swap_transposed_dots(bool on);
 
 // stablehlo.optimization_barrier on one value: XLA may not move or fold
