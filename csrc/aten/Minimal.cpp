@@ -31,20 +31,20 @@ at::Tensor nonzero_sync(const at::Tensor& self) {
   return at::nonzero_static(self, n, -1);
 }
 
+namespace {
+constexpr c10::DispatchKeySet kTpuKeys(c10::DispatchKey::PrivateUse1);
+}  // namespace
+
 at::Tensor empty_strided_tpu(c10::IntArrayRef sizes, c10::IntArrayRef strides,
                              c10::ScalarType dtype, c10::Device device) {
   checked_dtype(dtype, "empty_strided");
   // The allocator places storage on the current device.
   std::optional<c10::DeviceGuard> guard;
   if (device.has_index() && device.index() != current_device()) guard.emplace(device);
-  return at::detail::empty_strided_generic(
-      sizes, strides, tpu_allocator(),
-      c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), dtype);
+  return at::detail::empty_strided_generic(sizes, strides, tpu_allocator(), kTpuKeys, dtype);
 }
 
 namespace {
-
-constexpr c10::DispatchKeySet kTpuKeys(c10::DispatchKey::PrivateUse1);
 
 at::Tensor empty_memory_format(c10::IntArrayRef size,
                                std::optional<c10::ScalarType> dtype,
