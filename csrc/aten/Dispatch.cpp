@@ -43,22 +43,6 @@ bool is_tpu(const at::Tensor& t) {
   return t.defined() && t.device().type() == kTpu;
 }
 
-// "aten::add.Tensor". Cached per schema: building the string is an
-// allocation on every op otherwise.
-const std::string& op_name(const c10::OperatorHandle& op) {
-  static thread_local std::unordered_map<const c10::FunctionSchema*, std::string> names;
-  const auto& s = op.schema();
-  std::string& name = names[&s];
-  // A deregistered op's schema address may be reused: check the name.
-  const std::string& base = s.name();
-  const std::string& ov = s.overload_name();
-  bool same = name.size() == base.size() + (ov.empty() ? 0 : ov.size() + 1) &&
-              name.compare(0, base.size(), base) == 0 &&
-              (ov.empty() || name.compare(base.size() + 1, ov.size(), ov) == 0);
-  if (!same) name = ov.empty() ? base : base + "." + ov;
-  return name;
-}
-
 void cpu_fallback_counted(const c10::OperatorHandle& op, torch::jit::Stack* stack,
                           const std::string& name, const char* why) {
   TORCH_CHECK_NOT_IMPLEMENTED(
@@ -109,7 +93,7 @@ bool writes_unmarked(const std::string& name, size_t i,
 // between calls, looked up once per schema: the name, whether a lowering
 // rule exists, which arguments the op writes, where its indices are.
 struct OpInfo {
-  std::string name;
+  std::string name;  // "aten::add.Tensor"; built once, not per call
   bool has_rule = false;
   bool has_meta = false;  // only true is remembered: kernels may come later
   bool is_out_fn = false;
@@ -121,13 +105,19 @@ struct OpInfo {
 const OpInfo& op_info(const c10::OperatorHandle& op) {
   static thread_local std::unordered_map<const c10::FunctionSchema*, OpInfo> infos;
   const auto& s = op.schema();
-  const std::string& name = op_name(op);
   OpInfo& info = infos[&s];
-  if (info.name != name) {  // new, or a deregistered schema's reused address
+  // New, or a deregistered op's schema address reused: check the name.
+  const std::string& base = s.name();
+  const std::string& ov = s.overload_name();
+  const std::string& name = info.name;
+  bool same = name.size() == base.size() + (ov.empty() ? 0 : ov.size() + 1) &&
+              name.compare(0, base.size(), base) == 0 &&
+              (ov.empty() || name.compare(base.size() + 1, ov.size(), ov) == 0);
+  if (!same) {
     info = OpInfo();
-    info.name = name;
-    info.has_rule = tpr_rule_find(name.c_str()) != nullptr;
-    info.batch_norm = name == "aten::native_batch_norm";
+    info.name = ov.empty() ? base : base + "." + ov;
+    info.has_rule = tpr_rule_find(info.name.c_str()) != nullptr;
+    info.batch_norm = info.name == "aten::native_batch_norm";
     auto pos = s.argumentIndexWithName("indices");
     info.indices = pos ? static_cast<int>(*pos) : -1;
     for (const auto& a : s.arguments()) {
