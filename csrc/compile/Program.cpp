@@ -39,6 +39,12 @@ tpr_type_t make_type(const TypeSpec& t, const char* what) {
                        t.second.data());
 }
 
+std::vector<tpr_type_t> make_types(const std::vector<TypeSpec>& specs, const char* what) {
+  std::vector<tpr_type_t> types;
+  for (const auto& t : specs) types.push_back(make_type(t, what));
+  return types;
+}
+
 // Compiled graphs: tensors are graph values; constants (CPU tensors, Python
 // numbers for Scalar arguments) become graph constants.
 class GraphSink : public TensorArgSink {
@@ -109,8 +115,7 @@ class GraphSink : public TensorArgSink {
 class Program {
  public:
   Program(const std::vector<TypeSpec>& inputs, bool random) {
-    std::vector<tpr_type_t> types;
-    for (const auto& t : inputs) types.push_back(make_type(t, "torch.compile input"));
+    std::vector<tpr_type_t> types = make_types(inputs, "torch.compile input");
     num_inputs_ = types.size();
     if (random) {
       int64_t two = 2;
@@ -128,7 +133,6 @@ class Program {
   std::vector<int> inputs() const {
     return {inputs_.begin(), inputs_.begin() + num_inputs_};
   }
-
 
   // Lowers one node: |args| in schema order (defaults filled in), tensors
   // given as stand-in tensors listed with their graph values in |tensors|.
@@ -178,8 +182,7 @@ class Program {
       cargs.back().kind = TPR_ARG_GENERATOR;
       gen_index = static_cast<int>(cargs.size() - 1);
     }
-    std::vector<tpr_type_t> out_types;
-    for (const auto& t : out_specs) out_types.push_back(make_type(t, full.c_str()));
+    std::vector<tpr_type_t> out_types = make_types(out_specs, full.c_str());
     if (gen_index >= 0)
       cargs[gen_index].value = rng_state >= 0 ? rng_state : draw_state(full, out_types);
     std::vector<tpr_value_t> outs(out_types.size(), TPR_VALUE_NONE);
@@ -195,9 +198,7 @@ class Program {
   // saved (activation checkpointing's run_and_save_rng_state) to draw
   // again later with run_with_rng_state.
   int reserve_state(const std::string& op, const std::vector<TypeSpec>& out_specs) {
-    std::vector<tpr_type_t> out_types;
-    for (const auto& t : out_specs) out_types.push_back(make_type(t, op.c_str()));
-    return draw_state(op, out_types);
+    return draw_state(op, make_types(out_specs, op.c_str()));
   }
 
   // Converts |v| to |dtype| and broadcasts it to |shape| (copy_ epilogues).
