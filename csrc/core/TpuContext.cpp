@@ -47,6 +47,8 @@ tpr_status_t init_runtime() {
   o.cpu_device_count = n ? std::atoll(n) : 1;
   o.launch_blocking =
       env_flag("TORCH_TPU_LAUNCH_BLOCKING") || env_flag("TPU_LAUNCH_BLOCKING");
+  const char* thread = std::getenv("TORCH_TPU_LAUNCH_THREAD");
+  o.synchronous_launch = thread && std::string(thread) == "0";
   o.fused = env_flag("TORCH_TPU_DEFER_AND_FUSE") || env_flag("TPU_DEFER_AND_FUSE");
   const char* max_ops = std::getenv("TORCH_TPU_FUSE_MAX_OPS");
   o.fuse_max_ops = max_ops ? std::atoll(max_ops) : 0;

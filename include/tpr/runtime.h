@@ -80,6 +80,10 @@ void tpr_plugin_get_info(const tpr_plugin_t* plugin, tpr_plugin_info_t* out);
 typedef struct tpr_client_options {
   // CPU plugin only: number of virtual devices; 0 keeps the plugin default.
   int64_t cpu_device_count;
+  // Make every PJRT execute call on the caller's thread. By default a
+  // thread of the client's makes them in issue order, so the caller goes
+  // on to its next op while the last one runs.
+  bool synchronous_launch;
 } tpr_client_options_t;
 
 void tpr_client_options_initialize(tpr_client_options_t* options);
@@ -173,8 +177,9 @@ size_t tpr_executable_num_outputs(const tpr_executable_t* executable);
 // program may reuse for outputs (the module must declare the aliasing); a
 // donated buffer is dead afterwards and must not be read again. Execution is
 // asynchronous: errors of the computation surface when an output is awaited
-// or read, unless |wait| is set, in which case this waits for the outputs and
-// returns the error here.
+// or read (an execution given a failed output fails the same way), unless
+// |wait| is set, in which case this runs after everything issued before it,
+// waits for the outputs and returns the error here.
 tpr_status_t tpr_executable_execute(tpr_executable_t* executable, int ordinal,
                                     tpr_buffer_t* const* args, size_t num_args,
                                     const bool* donate, tpr_buffer_t** outputs,

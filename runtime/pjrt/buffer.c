@@ -18,16 +18,39 @@ tpr_status_t tpr_buffer_wrap(tpr_client_t* client, int ordinal,
     tpr_pjrt_buffer_destroy(client->api, pjrt);
     return TPR_ERR(RESOURCE_EXHAUSTED, "out of memory");
   }
-  atomic_init(&b->refs, 1);
+  atomic_init(&b->refs, 1);  // (PJRT buffer NULL: a pending one)
   atomic_init(&b->dead, false);
   b->dtype = (int8_t)sig->dtype;
   b->rank = (int8_t)sig->rank;
   b->device = (int16_t)ordinal;
   b->client = client;
+  b->seq = 0;
   b->buffer = pjrt;
+  b->failure = tpr_ok_status();
   memcpy(b->dims, sig->dims, sizeof b->dims);
   tpr_client_account(client, ordinal, (int64_t)tpr_buffer_byte_size(b), +1);
   *out_buffer = b;
+  return tpr_ok_status();
+}
+
+tpr_status_t tpr_buffer_pending(tpr_client_t* client, int ordinal,
+                                const tpr_tensor_sig_t* sig, int64_t seq,
+                                tpr_buffer_t** out_buffer) {
+  TPR_RETURN_IF_ERROR(tpr_buffer_wrap(client, ordinal, NULL, sig, out_buffer));
+  (*out_buffer)->seq = seq;
+  return tpr_ok_status();
+}
+
+tpr_status_t tpr_buffer_resolve(tpr_buffer_t* b) {
+  if (b->seq) tpr_buffer_resolve_wait(b);
+  if (b->failure)
+    return tpr_status_make(tpr_status_code(b->failure), "%s",
+                           tpr_status_message(b->failure));
+  if (!b->buffer)  // queued in a parent process that then forked
+    return TPR_ERR(FAILED_PRECONDITION,
+                   "this %s buffer's computation was queued before the "
+                   "process forked and never ran in this process",
+                   tpr_dtype_name((tpr_dtype_t)b->dtype));
   return tpr_ok_status();
 }
 
@@ -101,6 +124,7 @@ bool tpr_buffer_is_donated(const tpr_buffer_t* buffer) {
 tpr_status_t tpr_buffer_await(tpr_buffer_t* buffer) {
   if (!buffer) return TPR_ERR(INVALID_ARGUMENT, "buffer is NULL");
   TPR_RETURN_IF_ERROR(check_alive(buffer));
+  TPR_RETURN_IF_ERROR(tpr_buffer_resolve(buffer));
   const PJRT_Api* api = buffer->client->api;
   PJRT_Buffer_ReadyEvent_Args a = {.struct_size = sizeof a,
                                    .buffer = buffer->buffer};
@@ -120,6 +144,7 @@ tpr_status_t tpr_buffer_to_host(tpr_buffer_t* buffer, void* dst,
                    bytes);
   if (bytes == 0) return tpr_buffer_await(buffer);  // nothing to copy
   if (!dst) return TPR_ERR(INVALID_ARGUMENT, "dst is NULL");
+  TPR_RETURN_IF_ERROR(tpr_buffer_resolve(buffer));
   const PJRT_Api* api = buffer->client->api;
 
   // CPU: wait for the buffer, then copy from its host address. About 10x
@@ -178,7 +203,11 @@ void tpr_buffer_release(tpr_buffer_t* buffer) {
   if (!atomic_load(&buffer->dead))
     tpr_client_account(buffer->client, buffer->device,
                        (int64_t)tpr_buffer_byte_size(buffer), -1);
-  tpr_pjrt_buffer_destroy(buffer->client->api, buffer->buffer);
+  tpr_launcher_t* launcher = buffer->client->launcher;
+  if (buffer->buffer &&
+      !(launcher && tpr_launcher_bury(launcher, buffer->buffer)))
+    tpr_pjrt_buffer_destroy(buffer->client->api, buffer->buffer);
+  tpr_status_free(buffer->failure);
   tpr_free(buffer);
 }
 

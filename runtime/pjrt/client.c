@@ -120,6 +120,10 @@ tpr_status_t tpr_client_create(tpr_plugin_t* plugin,
     s = read_platform(c);
   }
   if (tpr_status_is_ok(s)) s = read_devices(c);
+  if (tpr_status_is_ok(s) && !options->synchronous_launch) {
+    c->launcher = tpr_launcher_create(c->api);
+    if (!c->launcher) s = TPR_ERR(RESOURCE_EXHAUSTED, "out of memory");
+  }
   if (!tpr_status_is_ok(s)) {
     tpr_client_destroy(c);
     return tpr_status_annotate(s, "creating a client of PJRT plugin '%s'",
@@ -131,6 +135,7 @@ tpr_status_t tpr_client_create(tpr_plugin_t* plugin,
 
 void tpr_client_destroy(tpr_client_t* client) {
   if (!client) return;
+  tpr_launcher_destroy(client->launcher);  // runs what is still queued
   if (client->devices) {
     for (int i = 0; i < client->num_devices; i++)
       tpr_free(client->devices[i].kind);

@@ -307,6 +307,79 @@ static tpr_status_t check_args(const tpr_executable_t* e, int ordinal,
   return tpr_ok_status();
 }
 
+tpr_status_t tpr_executable_run(tpr_executable_t* e, int ordinal,
+                                tpr_buffer_t* const* args, size_t num_args,
+                                const bool* donate, PJRT_Buffer** out,
+                                PJRT_Event** done) {
+  size_t nout = e->num_outputs;
+  // Argument and non-donatable index arrays: on the stack for small calls,
+  // one heap block otherwise.
+  PJRT_Buffer* stack_in[TPR_EXECUTE_STACK_ARGS];
+  int64_t stack_keep[TPR_EXECUTE_STACK_ARGS];
+  PJRT_Buffer** in = stack_in;
+  int64_t* keep = stack_keep;
+  void* heap = NULL;
+  if (num_args > TPR_EXECUTE_STACK_ARGS) {
+    heap = tpr_malloc(num_args * (sizeof *in + sizeof *keep));
+    if (!heap) return TPR_ERR(RESOURCE_EXHAUSTED, "out of memory");
+    keep = (int64_t*)heap;
+    in = (PJRT_Buffer**)(keep + num_args);
+  }
+  size_t num_keep = 0;
+  for (size_t i = 0; i < num_args; i++) {
+    in[i] = args[i]->buffer;
+    if (!donate || !donate[i]) keep[num_keep++] = (int64_t)i;
+  }
+  for (size_t i = 0; i < nout; i++) out[i] = NULL;
+
+  const PJRT_Api* api = e->client->api;
+  PJRT_ExecuteOptions options = {
+      .struct_size = sizeof options,
+      .non_donatable_input_indices = num_keep ? keep : NULL,
+      .num_non_donatable_input_indices = num_keep,
+  };
+  PJRT_Buffer* const* arg_lists[1] = {in};
+  PJRT_Buffer** out_lists[1] = {out};
+  PJRT_LoadedExecutable_Execute_Args a = {
+      .struct_size = sizeof a,
+      .executable = e->loaded,
+      .options = &options,
+      .argument_lists = arg_lists,
+      .num_devices = 1,
+      .num_args = num_args,
+      .output_lists = out_lists,
+      // Only when waiting: the event costs a future per call otherwise.
+      .device_complete_events = done,
+      .execute_device = e->client->devices[ordinal].device,
+  };
+  tpr_status_t s = tpr_pjrt_status(api, api->LoadedExecutable_Execute(&a));
+  tpr_free(heap);
+  if (!tpr_status_is_ok(s)) {
+    for (size_t i = 0; i < nout; i++) {
+      tpr_pjrt_buffer_destroy(api, out[i]);
+      out[i] = NULL;
+    }
+    return tpr_status_annotate(s, "executing on device %d", ordinal);
+  }
+  tpr_stats_note_execution();
+  return tpr_ok_status();
+}
+
+// The donated arguments are gone (in issue order) once their execution is
+// issued, whatever happens to it.
+static void mark_donated(tpr_client_t* client, int ordinal,
+                         tpr_buffer_t* const* args, size_t num_args,
+                         const bool* donate) {
+  if (!donate) return;
+  for (size_t i = 0; i < num_args; i++) {
+    if (!donate[i]) continue;
+    bool was_dead = atomic_exchange(&args[i]->dead, true);
+    if (!was_dead)
+      tpr_client_account(client, ordinal,
+                         (int64_t)tpr_buffer_byte_size(args[i]), -1);
+  }
+}
+
 tpr_status_t tpr_executable_execute(tpr_executable_t* executable, int ordinal,
                                     tpr_buffer_t* const* args, size_t num_args,
                                     const bool* donate, tpr_buffer_t** outputs,
@@ -323,68 +396,40 @@ tpr_status_t tpr_executable_execute(tpr_executable_t* executable, int ordinal,
   for (size_t i = 0; i < nout; i++) outputs[i] = NULL;
   TPR_RETURN_IF_ERROR(check_args(e, ordinal, args, num_args, donate));
 
-  // Argument, non-donatable index and output arrays: on the stack for
-  // small calls, one heap block otherwise.
-  PJRT_Buffer* stack_in[TPR_EXECUTE_STACK_ARGS];
-  int64_t stack_keep[TPR_EXECUTE_STACK_ARGS];
-  PJRT_Buffer* stack_out[TPR_EXECUTE_STACK_ARGS];
-  PJRT_Buffer** in = stack_in;
-  int64_t* keep = stack_keep;
-  PJRT_Buffer** out = stack_out;
-  void* heap = NULL;
-  if (num_args > TPR_EXECUTE_STACK_ARGS || nout > TPR_EXECUTE_STACK_ARGS) {
-    size_t na = num_args ? num_args : 1, no = nout ? nout : 1;
-    heap = tpr_malloc(na * (sizeof *in + sizeof *keep) + no * sizeof *out);
-    if (!heap) return TPR_ERR(RESOURCE_EXHAUSTED, "out of memory");
-    keep = (int64_t*)heap;
-    in = (PJRT_Buffer**)(keep + na);
-    out = in + na;
-  }
-  size_t num_keep = 0;
-  for (size_t i = 0; i < num_args; i++) {
-    in[i] = args[i]->buffer;
-    if (!donate || !donate[i]) keep[num_keep++] = (int64_t)i;
-  }
-  for (size_t i = 0; i < nout; i++) out[i] = NULL;
-
-  const PJRT_Api* api = client->api;
-  PJRT_ExecuteOptions options = {
-      .struct_size = sizeof options,
-      .non_donatable_input_indices = num_keep ? keep : NULL,
-      .num_non_donatable_input_indices = num_keep,
-  };
-  PJRT_Buffer* const* arg_lists[1] = {in};
-  PJRT_Buffer** out_lists[1] = {out};
-  PJRT_Event* done = NULL;
-  PJRT_LoadedExecutable_Execute_Args a = {
-      .struct_size = sizeof a,
-      .executable = e->loaded,
-      .options = &options,
-      .argument_lists = arg_lists,
-      .num_devices = 1,
-      .num_args = num_args,
-      .output_lists = out_lists,
-      // Only when waiting: the event costs a future per call otherwise.
-      .device_complete_events = wait ? &done : NULL,
-      .execute_device = client->devices[ordinal].device,
-  };
-  tpr_status_t s = tpr_pjrt_status(api, api->LoadedExecutable_Execute(&a));
-  if (!tpr_status_is_ok(s)) {
-    for (size_t i = 0; i < nout; i++) tpr_pjrt_buffer_destroy(api, out[i]);
-    tpr_free(heap);
-    return tpr_status_annotate(s, "executing on device %d", ordinal);
-  }
-  tpr_stats_note_execution();
-  // The donated inputs are gone now, whatever happens below.
-  if (donate) {
-    for (size_t i = 0; i < num_args; i++) {
-      if (!donate[i]) continue;
-      bool was_dead = atomic_exchange(&args[i]->dead, true);
-      if (!was_dead)
-        tpr_client_account(client, ordinal,
-                           (int64_t)tpr_buffer_byte_size(args[i]), -1);
+  if (!wait && client->launcher) {
+    bool taken = false;
+    TPR_RETURN_IF_ERROR(tpr_launcher_enqueue(client->launcher, e, ordinal, args,
+                                             num_args, donate, outputs,
+                                             &taken));
+    if (taken) {
+      mark_donated(client, ordinal, args, num_args, donate);
+      return tpr_ok_status();
     }
   }
+
+  // On this thread: after everything queued, with every argument there.
+  if (client->launcher) tpr_launcher_drain(client->launcher);
+  for (size_t i = 0; i < num_args; i++) {
+    tpr_status_t r = tpr_buffer_resolve(args[i]);
+    if (!tpr_status_is_ok(r))
+      return tpr_status_annotate(r, "argument %zu", i);
+  }
+  PJRT_Buffer* stack_out[TPR_EXECUTE_STACK_ARGS];
+  PJRT_Buffer** out = stack_out;
+  if (nout > TPR_EXECUTE_STACK_ARGS) {
+    out = (PJRT_Buffer**)tpr_malloc(nout * sizeof *out);
+    if (!out) return TPR_ERR(RESOURCE_EXHAUSTED, "out of memory");
+  }
+  PJRT_Event* done = NULL;
+  tpr_status_t s =
+      tpr_executable_run(e, ordinal, args, num_args, donate, out,
+                         wait ? &done : NULL);
+  if (!tpr_status_is_ok(s)) {
+    if (out != stack_out) tpr_free(out);
+    return s;
+  }
+  mark_donated(client, ordinal, args, num_args, donate);
+  const PJRT_Api* api = client->api;
   for (size_t i = 0; i < nout; i++) {
     if (tpr_status_is_ok(s)) {
       s = tpr_buffer_wrap(client, ordinal, out[i], &e->sigs[i], &outputs[i]);
@@ -392,7 +437,7 @@ tpr_status_t tpr_executable_execute(tpr_executable_t* executable, int ordinal,
       tpr_pjrt_buffer_destroy(api, out[i]);
     }
   }
-  tpr_free(heap);
+  if (out != stack_out) tpr_free(out);
   s = tpr_status_join(s, tpr_pjrt_event_await_destroy(api, done));
   if (!tpr_status_is_ok(s)) {
     for (size_t i = 0; i < nout; i++) {

@@ -15,6 +15,8 @@
 #include "tpr/runtime.h"
 
 // Process-lifetime; lives in a static table (loader.c), never freed.
+typedef struct tpr_launcher tpr_launcher_t;
+
 struct tpr_plugin {
   char path[PATH_MAX];
   void* handle;  // dlopen
@@ -46,16 +48,23 @@ struct tpr_client {
   // CPU plugins: device memory is host memory, so to_host copies straight
   // from PJRT_Buffer_UnsafePointer. Cleared if the plugin refuses it.
   atomic_bool host_pointer_reads;
+  tpr_launcher_t* launcher;  // NULL: executions run on the caller's thread
 };
 
 struct tpr_buffer {
   atomic_int refs;
-  atomic_bool dead;  // donated to an execution; the PJRT buffer is gone
+  // Donated to an execution (in issue order: set when the execution is
+  // issued); the PJRT buffer is gone, or will be once it runs.
+  atomic_bool dead;
   int8_t dtype;
   int8_t rank;
   int16_t device;  // ordinal
   tpr_client_t* client;
-  PJRT_Buffer* buffer;  // owned
+  // The output of queued launch |seq| (0: none): |buffer| or |failure| is
+  // set by the launch thread, and valid once tpr_buffer_resolve says so.
+  int64_t seq;
+  PJRT_Buffer* buffer;   // owned
+  tpr_status_t failure;  // owned; the computation that made it failed
   int64_t dims[TPR_MAX_RANK];
 };
 
@@ -91,5 +100,43 @@ void tpr_client_account(tpr_client_t* client, int ordinal, int64_t bytes,
 tpr_status_t tpr_buffer_wrap(tpr_client_t* client, int ordinal,
                              PJRT_Buffer* pjrt, const tpr_tensor_sig_t* sig,
                              tpr_buffer_t** out_buffer) TPR_MUST_USE_RESULT;
+
+// A buffer that launch |seq| will fill (accounted like a live one).
+tpr_status_t tpr_buffer_pending(tpr_client_t* client, int ordinal,
+                                const tpr_tensor_sig_t* sig, int64_t seq,
+                                tpr_buffer_t** out_buffer) TPR_MUST_USE_RESULT;
+// Waits for the computation that makes |buffer|, if it is queued, and
+// returns its error; then buffer->buffer is the PJRT buffer.
+tpr_status_t tpr_buffer_resolve(tpr_buffer_t* buffer) TPR_MUST_USE_RESULT;
+
+//===--- executable.c -----------------------------------------------------===//
+
+// Makes the PJRT call for |args| (their PJRT buffers must exist), writing
+// e->num_outputs PJRT buffers to |out|; |done| (may be NULL) receives the
+// completion event. Does not touch |args|' donation state.
+tpr_status_t tpr_executable_run(tpr_executable_t* e, int ordinal,
+                                tpr_buffer_t* const* args, size_t num_args,
+                                const bool* donate, PJRT_Buffer** out,
+                                PJRT_Event** done) TPR_MUST_USE_RESULT;
+
+//===--- launch.c: executions off the caller's thread ---------------------===//
+
+tpr_launcher_t* tpr_launcher_create(const PJRT_Api* api);  // NULL: no memory
+// Runs what is queued, then stops the thread.
+void tpr_launcher_destroy(tpr_launcher_t* launcher);
+// Hands |buffer| to the thread to destroy (false: destroy it yourself).
+bool tpr_launcher_bury(tpr_launcher_t* launcher, PJRT_Buffer* buffer);
+// Waits until every launch issued so far has run.
+void tpr_launcher_drain(tpr_launcher_t* launcher);
+// Waits until the launch that makes |buffer| (buffer->seq) has run.
+void tpr_buffer_resolve_wait(tpr_buffer_t* buffer);
+// Queues an execution (arguments already checked); fills |outputs| with
+// pending buffers. *taken false with OK: no thread could be started and
+// the caller must run it itself.
+tpr_status_t tpr_launcher_enqueue(tpr_launcher_t* launcher,
+                                  tpr_executable_t* e, int ordinal,
+                                  tpr_buffer_t* const* args, size_t num_args,
+                                  const bool* donate, tpr_buffer_t** outputs,
+                                  bool* taken) TPR_MUST_USE_RESULT;
 
 #endif  // TPR_RUNTIME_PJRT_INTERNAL_H_

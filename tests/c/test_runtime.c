@@ -475,14 +475,6 @@ TPR_TEST(runtime_execute_rejects_bad_arguments) {
   tpr_client_destroy(c);
 }
 
-#define DONATING_ADD                                                         \
-  "module @d { func.func public @main(%arg0: tensor<4xf32> "                 \
-  "{tf.aliasing_output = 0 : i32}, %arg1: tensor<4xf32>) -> "                \
-  "(tensor<4xf32>) {\n"                                                      \
-  "  %0 = \"stablehlo.add\"(%arg0, %arg1) : (tensor<4xf32>, "                \
-  "tensor<4xf32>) -> tensor<4xf32>\n"                                        \
-  "  \"func.return\"(%0) : (tensor<4xf32>) -> ()\n} }\n"
-
 TPR_TEST(runtime_donation_kills_the_input) {
   tpr_client_t* c;
   CHECK_OK(fixture_client(1, &c));

@@ -50,6 +50,16 @@ static inline tpr_status_t fixture_f32(tpr_client_t* c, int ordinal,
   "  \"func.return\"(%0) : (tensor<4xf32>) -> ()\n} }\n"
 
 
+// x + y with x's buffer donatable to the result.
+#define DONATING_ADD                                                         \
+  "module @d { func.func public @main(%arg0: tensor<4xf32> "                 \
+  "{tf.aliasing_output = 0 : i32}, %arg1: tensor<4xf32>) -> "                \
+  "(tensor<4xf32>) {\n"                                                      \
+  "  %0 = \"stablehlo.add\"(%arg0, %arg1) : (tensor<4xf32>, "                \
+  "tensor<4xf32>) -> tensor<4xf32>\n"                                        \
+  "  \"func.return\"(%0) : (tensor<4xf32>) -> ()\n} }\n"
+
+
 // Compiles |g| (one f32[n] parameter), runs it on |in| and copies result
 // |result| (any 4-byte dtype, at most 4 results) to |out|.
 static inline tpr_status_t fixture_run1(tpr_client_t* c, tpr_graph_t* g, const float* in,
