@@ -151,7 +151,7 @@ def main():
     p.add_argument("--batch", type=int, default=8)
     p.add_argument("--no-inductor", action="store_true")
     p.add_argument("--compile-reps", type=int, default=1,
-                   help="cold/warm process pairs for the compile time")
+                   help="cold/warm process pairs for the compile time (0: none)")
     p.add_argument("--compile-only", action="store_true",
                    help="only the cold/warm compile time")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
@@ -188,7 +188,8 @@ def main():
         print(f"{r['name']:18s} {r['steps_per_s']:9.2f} "
               f"{base['steps_per_s'] / r['steps_per_s']:10.2f}x {r['infer_ms']:9.2f} "
               f"{r['infer_ms'] / base['infer_ms']:10.2f}x {r['first_step_s']:13.2f}")
-    report_compile_times(args)
+    if args.compile_reps > 0:
+        report_compile_times(args)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,9 @@
 //
 // Layout: <dir>/<plugin id>/<graph hash>.xla, where the plugin id hashes the
 // plugin's path, file size and mtime, PJRT API version, platform name and
-// version, so a different or upgraded plugin never reads another's entries.
+// version, and the XLA_FLAGS / LIBTPU_INIT_ARGS it starts with, so a
+// different, upgraded or differently flagged plugin never reads another's
+// entries.
 // An entry is a small header (magic, format version, key, payload size,
 // payload checksum) followed by the runtime's serialized executable, which
 // carries its own checksum. Anything that does not verify is deleted and
@@ -93,6 +95,14 @@ static void configure_locked(const char* root, int64_t max_size_bytes) {
   const char* pv = tpr_client_platform_version(c);
   id = fnv1a(pn, strlen(pn), id);
   id = fnv1a(pv, strlen(pv), id);
+  // The plugin reads its compiler flags from these at start-up: another
+  // setting compiles other code, so it gets other entries.
+  static const char* const kFlagVars[] = {"XLA_FLAGS", "LIBTPU_INIT_ARGS"};
+  for (size_t i = 0; i < sizeof kFlagVars / sizeof kFlagVars[0]; i++) {
+    const char* v = getenv(kFlagVars[i]);
+    id = fnv1a(kFlagVars[i], strlen(kFlagVars[i]) + 1, id);
+    if (v) id = fnv1a(v, strlen(v), id);
+  }
   snprintf(cache_dir, sizeof cache_dir, "%s/%016llx", root, (unsigned long long)id);
   if (mkdirs(cache_dir) != 0 || access(cache_dir, W_OK | X_OK) != 0) {
     char path[4096];

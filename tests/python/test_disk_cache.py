@@ -43,6 +43,18 @@ def test_second_process_starts_warm(tmp_path):
     assert warm["compiles"] == 0 and warm["hits"] == cold["writes"]
 
 
+def test_other_xla_flags_compile_their_own(tmp_path):
+    # The plugin's compiler flags shape the code: another XLA_FLAGS setting
+    # must not load executables compiled under this one.
+    flags = {"XLA_FLAGS": "--xla_cpu_enable_fast_math=false"}
+    run(tmp_path)
+    other = run(tmp_path, flags)
+    assert other["hits"] == 0 and other["compiles"] > 0
+    again = run(tmp_path, flags)
+    assert again["compiles"] == 0 and again["hits"] == other["writes"]
+    assert len({os.path.dirname(e) for e in entries(tmp_path)}) == 2
+
+
 @pytest.mark.parametrize("damage", ["truncate", "flip", "foreign"])
 def test_damaged_entries_are_recompiled_not_trusted(tmp_path, damage):
     run(tmp_path)
