@@ -574,6 +574,27 @@ def _patch_tpu_interface():
         setattr(iface, name, staticmethod(fn))
 
 
+def _patch_optimizer_tracing():
+    """Dynamo asks, for every gradient of an optimizer it traces, whether
+    the tensor is static for CUDA graphs; the check imports Inductor's
+    CUDA-graph trees (with all of Inductor's code generators, about 0.3 s)
+    before it looks at the device. Non-CUDA tensors get the answer the check
+    gives them (True) without the import."""
+    try:
+        from torch._dynamo.variables import optimizer as dynamo_optimizer
+    except ImportError:
+        return
+    check = getattr(dynamo_optimizer, "_is_static_for_cudagraphs", None)
+    if check is None or getattr(check, "_tpu_wrapped", False):
+        return
+
+    def is_static_for_cudagraphs(x):
+        return check(x) if x.is_cuda else True
+
+    is_static_for_cudagraphs._tpu_wrapped = True
+    dynamo_optimizer._is_static_for_cudagraphs = is_static_for_cudagraphs
+
+
 _installed = False
 
 
@@ -593,3 +614,4 @@ def install():
     if set_default is not None and torch.compiler.get_default_backend() == "inductor":
         set_default(default_backend)
     _patch_tpu_interface()
+    _patch_optimizer_tracing()

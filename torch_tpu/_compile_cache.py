@@ -240,6 +240,25 @@ def cache_root():
 
 
 @contextlib.contextmanager
+def _without_inductor_backends():
+    """PyTorch's AOTAutograd cache key includes Inductor's per-device code
+    generator passes, and computing it imports and registers every Inductor
+    code generator (about 0.3 s in each process). Our graphs never reach
+    Inductor, so within our scope the key sees none: that is cheaper, and
+    the same whether or not the process has used Inductor. (Dynamo
+    compiles one frame at a time, so nothing else reads these meanwhile.)"""
+    from torch._inductor import codecache
+
+    saved = (codecache.init_backend_registration, codecache.custom_backend_passes)
+    codecache.init_backend_registration = lambda: None
+    codecache.custom_backend_passes = {}
+    try:
+        yield
+    finally:
+        codecache.init_backend_registration, codecache.custom_backend_passes = saved
+
+
+@contextlib.contextmanager
 def scope():
     """Runs one AOTAutograd call with its cache in our folder (or off) and the
     backward graph compiled with the forward, so that the cache entry, which
@@ -259,7 +278,8 @@ def scope():
         stores = _compile.stats()["compiled_cache_stores"]
         try:
             with fconfig.patch(bundled_autograd_cache=True,
-                               force_non_lazy_backward_lowering=True):
+                               force_non_lazy_backward_lowering=True), \
+                    _without_inductor_backends():
                 yield
         finally:
             if old is None:
