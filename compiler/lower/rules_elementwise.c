@@ -432,6 +432,16 @@ tpr_status_t lw_rule_addcdiv(lw_ctx_t* ctx) {
   return lw_ret(ctx, lw_add(G, s, q));
 }
 
+// prims::fma(a, b, c): a * b + c. Dynamo writes addcmul_, addcdiv_ and
+// add_ with a scalar or tensor factor this way (for Inductor); a compiled
+// graph on tpu receives it like any other op.
+static tpr_status_t lower_fma(lw_ctx_t* ctx) {
+  if (is_complex_out(ctx)) return no_complex(ctx);
+  tpr_dtype_t cd = lw_opmath(OUT->dtype);
+  tpr_value_t p = lw_mul(G, lw_in(ctx, 0, cd, OUT), lw_in(ctx, 1, cd, OUT));
+  return lw_ret(ctx, lw_add(G, p, lw_in(ctx, 2, cd, OUT)));
+}
+
 // lerp(self, end, weight), with PyTorch's two-sided formula.
 tpr_status_t lw_rule_lerp(lw_ctx_t* ctx) {
   if (is_complex_out(ctx)) return no_complex(ctx);
@@ -626,6 +636,7 @@ LW_DEFINE_TABLE(elementwise,
     LW_RULE("clamp_max.Tensor_out", lw_rule_clamp_max),
     // compound
     FIO("addcmul", lw_rule_addcmul), FIO("addcdiv", lw_rule_addcdiv),
+    {"prims::fma", lower_fma},
     LW_RULE("lerp.Scalar", lw_rule_lerp), LW_RULE("lerp_.Scalar", lw_rule_lerp),
     LW_RULE("lerp.Scalar_out", lw_rule_lerp),
     LW_RULE("lerp.Tensor", lw_rule_lerp), LW_RULE("lerp_.Tensor", lw_rule_lerp),

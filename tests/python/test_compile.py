@@ -153,7 +153,8 @@ def test_forward_saves_bases_not_views():
         torch.testing.assert_close(a.grad, r.grad)
 
 
-def test_training_step_with_capturable_adamw_updates_in_place(tpu):
+@pytest.mark.parametrize("foreach", [True, False])
+def test_training_step_with_capturable_adamw_updates_in_place(tpu, foreach):
     torch.manual_seed(0)
     model, ref = twins(TinyGPT(vocab=64, d=32, layers=1, heads=2, seq=8), tpu)
     x, y = gpt_batch(2, 8, 64, tpu)
@@ -161,7 +162,8 @@ def test_training_step_with_capturable_adamw_updates_in_place(tpu):
     def make_step(m):
         # eps well above the gradients' float noise: with a tiny eps Adam's
         # m / sqrt(v) turns noise in near-zero gradients into O(lr) steps.
-        opt = torch.optim.AdamW(m.parameters(), lr=1e-2, eps=1e-3, capturable=True)
+        opt = torch.optim.AdamW(m.parameters(), lr=1e-2, eps=1e-3, capturable=True,
+                                foreach=foreach)
         return gpt_train_step(m, opt)
 
     step, ref_step = torch.compile(make_step(model), backend="tpu"), make_step(ref)
@@ -174,6 +176,21 @@ def test_training_step_with_capturable_adamw_updates_in_place(tpu):
         torch.testing.assert_close(p.detach().cpu(), pr.detach().cpu(), rtol=1e-4, atol=1e-5)
     assert model.tok.weight.data_ptr() == ptr  # updated in place, same storage
     assert stats()["donated_buffers"] > donated
+
+
+def test_in_place_ops_with_a_factor(tpu):
+    # Dynamo rewrites these as prims.fma(a, b, c) = a * b + c for Inductor.
+    def fn(x, t1, t2, alpha):
+        x.addcmul_(t1, t2, value=0.5)
+        x.addcdiv_(t1, t2.abs() + 1, value=-2.0)
+        x.add_(t1, alpha=alpha)
+        return x
+
+    g = torch.Generator().manual_seed(0)
+    args = [torch.randn(5, 7, generator=g) for _ in range(3)] + [torch.tensor(0.25)]
+    expected = fn(*[a.clone() for a in args])
+    got = torch.compile(fn, backend="tpu")(*[a.to(tpu) for a in args])
+    torch.testing.assert_close(got.cpu(), expected, **F32)
 
 
 def test_no_grad_inference_and_graph_break(tpu):
