@@ -3,9 +3,9 @@
 //
 // Layout: <dir>/<plugin id>/<graph hash>.xla, where the plugin id hashes the
 // plugin's path, file size and mtime, PJRT API version, platform name and
-// version, and the XLA_FLAGS / LIBTPU_INIT_ARGS it starts with, so a
-// different, upgraded or differently flagged plugin never reads another's
-// entries.
+// version, the XLA_FLAGS / LIBTPU_INIT_ARGS it starts with and our code
+// generator's version, so a different, upgraded or differently flagged
+// plugin, or another emitter, never reads another's entries.
 // An entry is a small header (magic, format version, key, payload size,
 // payload checksum) followed by the runtime's serialized executable, which
 // carries its own checksum. Anything that does not verify is deleted and
@@ -30,6 +30,10 @@
 
 #define ENTRY_MAGIC 0x43555054u  // "TPUC"
 #define ENTRY_VERSION 1u
+// The StableHLO a graph becomes: raise it whenever the emitter or the
+// builders write other text for a graph whose hash does not change, so that
+// executables compiled from the old text are never loaded for the new.
+#define CODEGEN_VERSION 2u
 
 typedef struct entry_header {
   uint32_t magic;
@@ -95,6 +99,8 @@ static void configure_locked(const char* root, int64_t max_size_bytes) {
   const char* pv = tpr_client_platform_version(c);
   id = fnv1a(pn, strlen(pn), id);
   id = fnv1a(pv, strlen(pv), id);
+  const uint32_t codegen = CODEGEN_VERSION;
+  id = fnv1a(&codegen, sizeof codegen, id);
   // The plugin reads its compiler flags from these at start-up: another
   // setting compiles other code, so it gets other entries.
   static const char* const kFlagVars[] = {"XLA_FLAGS", "LIBTPU_INIT_ARGS"};

@@ -14,6 +14,10 @@
 // statement spells its operand and result types, so the text needs no
 // inference. Constants are hex byte strings (exact for every float,
 // NaN/inf included), integer splats decimal, bools true/false.
+//
+// Executables compiled from this text are cached on disk by graph hash: a
+// change to the text written for an unchanged graph raises CODEGEN_VERSION
+// (eager/disk_cache.c).
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -26,6 +30,10 @@ typedef struct emitter {
   size_t n, cap;
   bool oom;
   const tpr_graph_t* g;
+  // Reshapes of parameters re-emitted at each use (see mark_per_use_views):
+  // per value, whether it is one, and the node whose copy is current.
+  bool* per_use;
+  int32_t* per_use_at;
 } emitter_t;
 
 static void put_n(emitter_t* e, const char* s, size_t len) {
@@ -89,7 +97,9 @@ static void put_scalar_type(emitter_t* e, tpr_dtype_t d) {
 static void put_value(emitter_t* e, tpr_value_t v) {
   const tpr_graph_t* g = e->g;
   const tpr_node_t* n = tpr_graph_node_of(g, v);
-  if (n->op == TPR_OP_PARAMETER)
+  if (e->per_use && e->per_use[v])
+    putf(e, "%%p%d_%d", v, e->per_use_at[v]);
+  else if (n->op == TPR_OP_PARAMETER)
     putf(e, "%%arg%d", n->sub);
   else if (n->op == TPR_OP_REGION_ARGS)  // block arguments: plain names
     putf(e, "%%a%d", v);
@@ -824,13 +834,71 @@ static void emit_node(emitter_t* e, int ni);
 
 // Nodes [lo, hi) of one scope; a nested region is skipped here (its
 // REGION_ARGS node says where it ends) and printed by its WHILE node.
+// A parameter's reshape used by several ops is written once per use. XLA
+// lets a fused loop overwrite an aliased (donated) parameter in place only
+// when each use inside the fusion reads the parameter through its own
+// bitcast; with one shared reshape it copies the parameter first (an
+// optimizer step: two extra passes over each moment buffer). Reshapes of
+// parameters cost nothing (bitcasts), so the repeats are free.
+static void mark_per_use_views(emitter_t* e) {
+  const tpr_graph_t* g = e->g;
+  int32_t* uses = (int32_t*)tpr_calloc((size_t)g->num_values + 1, sizeof *uses);
+  bool* in_region = (bool*)tpr_calloc((size_t)g->num_values + 1, sizeof *in_region);
+  e->per_use = (bool*)tpr_calloc((size_t)g->num_values + 1, sizeof *e->per_use);
+  e->per_use_at = (int32_t*)tpr_calloc((size_t)g->num_values + 1, sizeof(int32_t));
+  bool ok = uses && in_region && e->per_use && e->per_use_at;
+  for (int i = 0; ok && i < g->num_nodes; i++) {
+    const tpr_node_t* n = &g->nodes[i];
+    const tpr_value_t* ops = g->operands + n->operands;
+    for (int k = 0; k < n->num_operands; k++) {
+      uses[ops[k]]++;
+      if (n->scope != 0) in_region[ops[k]] = true;
+    }
+  }
+  for (int r = 0; ok && r < g->num_results; r++) uses[g->results[r]]++;
+  for (int i = 0; ok && i < g->num_nodes; i++) {
+    const tpr_node_t* n = &g->nodes[i];
+    if (n->op != TPR_OP_RESHAPE || n->scope != 0) continue;
+    tpr_value_t v = n->first_value, src = g->operands[n->operands];
+    if (uses[v] > 1 && !in_region[v] &&
+        tpr_graph_node_of(g, src)->op == TPR_OP_PARAMETER)
+      e->per_use[v] = true;
+  }
+  tpr_free(uses);
+  tpr_free(in_region);
+  if (!ok) {  // without them the text is still right, only slower to run
+    tpr_free(e->per_use);
+    tpr_free(e->per_use_at);
+    e->per_use = NULL;
+    e->per_use_at = NULL;
+  }
+}
+
+// Writes |v|'s reshape for the use at node |at| (once per node).
+static void put_per_use_view(emitter_t* e, tpr_value_t v, int32_t at) {
+  if (!e->per_use || !e->per_use[v] || e->per_use_at[v] == at) return;
+  e->per_use_at[v] = at;
+  const tpr_node_t* n = tpr_graph_node_of(e->g, v);
+  tpr_value_t src = e->g->operands[n->operands];
+  putf(e, "    %%p%d_%d = \"stablehlo.reshape\"(", v, at);
+  put_value(e, src);
+  put(e, ") : (");
+  put_type(e, vtype(e, src));
+  put(e, ") -> ");
+  put_type(e, vtype(e, v));
+  put(e, "\n");
+}
+
 static void emit_range(emitter_t* e, int lo, int hi) {
   for (int i = lo; i < hi; i++) {
     const tpr_node_t* n = &e->g->nodes[i];
-    if (n->op == TPR_OP_REGION_ARGS)
+    if (n->op == TPR_OP_REGION_ARGS) {
       i = (int)ints_of(e, n)[0] - 1;
-    else
-      emit_node(e, i);
+      continue;
+    }
+    const tpr_value_t* ops = e->g->operands + n->operands;
+    for (int k = 0; k < n->num_operands; k++) put_per_use_view(e, ops[k], i + 1);
+    emit_node(e, i);
   }
 }
 
@@ -994,6 +1062,7 @@ static void emit_node(emitter_t* e, int ni) {
       put(e, "}");
       break;
     case TPR_OP_RESHAPE:
+      if (e->per_use && e->per_use[n->first_value]) return;  // at each use
       begin(e, n);
       call(e, n, "stablehlo.reshape");
       break;
@@ -1164,7 +1233,10 @@ tpr_status_t tpr_graph_emit_stablehlo(const tpr_graph_t* g, char** out_text,
     put_type(&e, vtype(&e, g->results[r]));
   }
   put(&e, ") {\n");
+  mark_per_use_views(&e);
   emit_range(&e, 0, g->num_nodes);
+  for (int r = 0; r < g->num_results; r++)
+    put_per_use_view(&e, g->results[r], g->num_nodes + 1);
   put(&e, "    \"func.return\"(");
   for (int r = 0; r < g->num_results; r++) {
     if (r) put(&e, ", ");
@@ -1177,6 +1249,8 @@ tpr_status_t tpr_graph_emit_stablehlo(const tpr_graph_t* g, char** out_text,
   }
   put(&e, ") -> ()\n  }\n}\n");
   tpr_free(params);
+  tpr_free(e.per_use);
+  tpr_free(e.per_use_at);
   if (e.oom || !e.p) {
     tpr_free(e.p);
     return TPR_ERR(RESOURCE_EXHAUSTED, "emit: out of memory");

@@ -346,3 +346,46 @@ TPR_TEST(emit_plugin_swapped_transposed_dot_matches_reference) {
   tpr_free(text);
   tpr_graph_free(g);
 }
+
+// m + (g - m) / 2 with m a reshaped parameter aliased to the result: the
+// reshape is written once per use (so XLA can update m in place without
+// copying it first), and the values are a C loop's.
+TPR_TEST(emit_plugin_parameter_views_written_per_use) {
+  enum { N = 64 };
+  float m[N], gr[N], got[N];
+  for (int i = 0; i < N; i++) {
+    m[i] = (float)(i % 9) - 4.0f;
+    gr[i] = (float)(i % 4) * 0.25f;
+  }
+  tpr_graph_t* g;
+  CHECK_OK(tpr_graph_create(&g));
+  static const int64_t kFlat[1] = {N}, kSquare[2] = {8, 8};
+  tpr_value_t pm = tpr_parameter(g, tpr_type_make(TPR_DTYPE_F32, 1, kFlat));
+  tpr_value_t pg = tpr_parameter(g, tpr_type_make(TPR_DTYPE_F32, 1, kFlat));
+  tpr_value_t vm = tpr_reshape(g, pm, 2, kSquare);
+  tpr_value_t vg = tpr_reshape(g, pg, 2, kSquare);  // one use: left alone
+  tpr_value_t half = tpr_broadcast_to(g, tpr_constant_f64(g, TPR_DTYPE_F32, 0.5),
+                                      2, kSquare);
+  tpr_value_t step = tpr_binary(g, TPR_BINARY_MUL,
+                                tpr_binary(g, TPR_BINARY_SUB, vg, vm), half);
+  tpr_value_t r = tpr_binary(g, TPR_BINARY_ADD, vm, step);
+  tpr_graph_add_result(g, tpr_reshape(g, r, 1, kFlat));
+  tpr_graph_alias(g, 0, 0);
+  char* text = NULL;
+  CHECK_OK(tpr_graph_emit_stablehlo(g, &text, NULL));
+  int m_views = 0, g_views = 0;
+  static const char kView[] = "\"stablehlo.reshape\"(";
+  for (const char* q = text; (q = strstr(q, kView)); q++) {
+    m_views += strncmp(q + strlen(kView), "%arg0)", 6) == 0;
+    g_views += strncmp(q + strlen(kView), "%arg1)", 6) == 0;
+  }
+  CHECK(m_views == 2 && g_views == 1);
+  tpr_free(text);
+  tpr_client_t* c;
+  CHECK_OK(fixture_client(1, &c));
+  const float* args[2] = {m, gr};
+  CHECK_OK(run_f32(c, g, 2, args, NULL, got, N));
+  for (int i = 0; i < N; i++) CHECK(got[i] == m[i] + (gr[i] - m[i]) * 0.5f);
+  tpr_client_destroy(c);
+  tpr_graph_free(g);
+}
