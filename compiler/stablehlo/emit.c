@@ -832,8 +832,6 @@ static void put_three_arrays(emitter_t* e, const char* a, const char* b,
 
 static void emit_node(emitter_t* e, int ni);
 
-// Nodes [lo, hi) of one scope; a nested region is skipped here (its
-// REGION_ARGS node says where it ends) and printed by its WHILE node.
 // A parameter's reshape used by several ops is written once per use. XLA
 // lets a fused loop overwrite an aliased (donated) parameter in place only
 // when each use inside the fusion reads the parameter through its own
@@ -889,6 +887,9 @@ static void put_per_use_view(emitter_t* e, tpr_value_t v, int32_t at) {
   put(e, "\n");
 }
 
+// Nodes [lo, hi) of one scope; a nested region is skipped here (its
+// REGION_ARGS node says where it ends) and printed by its WHILE node.
+// Each node's per-use parameter views come just before it.
 static void emit_range(emitter_t* e, int lo, int hi) {
   for (int i = lo; i < hi; i++) {
     const tpr_node_t* n = &e->g->nodes[i];

@@ -371,13 +371,13 @@ tpr_status_t tpr_launcher_enqueue(tpr_launcher_t* q, tpr_executable_t* e,
     if (!tpr_status_is_ok(s)) break;
   }
   if (!tpr_status_is_ok(s)) {
-    // Nothing of this launch reached the queue: its number runs as empty.
+    // Nothing of this launch reached the queue: its number is given back.
+    atomic_fetch_sub(&q->enqueued_seq, 1);
+    pthread_mutex_unlock(&q->lock);
     for (size_t i = 0; i < made; i++) {
       tpr_buffer_release(outputs[i]);
       outputs[i] = NULL;
     }
-    atomic_fetch_sub(&q->enqueued_seq, 1);
-    pthread_mutex_unlock(&q->lock);
     tpr_free(l.heap);
     return s;
   }
