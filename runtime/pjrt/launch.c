@@ -64,8 +64,6 @@ struct tpr_launcher {
 
 static _Thread_local bool on_launch_thread;
 
-static int64_t now_ns(void) { return tpr_now_ns(); }
-
 // One step of a spin: a pause at first, then a yield of the core, so that
 // on a machine with more runnable threads than cores the thread being
 // waited for gets to run.
@@ -158,13 +156,13 @@ static void* thread_main(void* arg) {
       // Spin a while outside the lock: the next op usually comes within
       // microseconds, and sleeping costs a wake-up system call per op.
       pthread_mutex_unlock(&q->lock);
-      int64_t until = now_ns() + SPIN_NS;
+      int64_t until = tpr_now_ns() + SPIN_NS;
       int64_t seen = atomic_load_explicit(&q->done_seq, memory_order_relaxed);
       bool more = false;
       for (int n = 0; !more; n++) {
         spin_step(n);
         more = atomic_load_explicit(&q->enqueued_seq, memory_order_relaxed) != seen;
-        if ((n & 15) == 15 && now_ns() > until) break;
+        if ((n & 15) == 15 && tpr_now_ns() > until) break;
       }
       pthread_mutex_lock(&q->lock);
       if (idle(q) && !q->stopping) {
@@ -203,10 +201,10 @@ static void* thread_main(void* arg) {
 
 static void wait_done(tpr_launcher_t* q, int64_t seq) {
   if (atomic_load(&q->done_seq) >= seq) return;
-  int64_t until = now_ns() + SPIN_NS;
+  int64_t until = tpr_now_ns() + SPIN_NS;
   for (int n = 0; atomic_load(&q->done_seq) < seq; n++) {
     spin_step(n);
-    if ((n & 15) == 15 && now_ns() > until) break;
+    if ((n & 15) == 15 && tpr_now_ns() > until) break;
   }
   if (atomic_load(&q->done_seq) >= seq) return;
   pthread_mutex_lock(&q->lock);

@@ -5,13 +5,11 @@
 #include "test_runtime_fixture.h"
 
 static tpr_status_t client_with(bool synchronous, tpr_client_t** out) {
-  tpr_plugin_t* plugin;
-  TPR_RETURN_IF_ERROR(fixture_plugin(&plugin));
   tpr_client_options_t options;
   tpr_client_options_initialize(&options);
   options.cpu_device_count = 1;
   options.synchronous_launch = synchronous;
-  return tpr_client_create(plugin, &options, out);
+  return fixture_client_with(&options, out);
 }
 
 // acc = acc + x, |n| times, each call reading the previous call's output

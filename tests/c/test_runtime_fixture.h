@@ -19,16 +19,22 @@ static inline tpr_status_t fixture_plugin(tpr_plugin_t** out) {
   return tpr_plugin_load(path, out);
 }
 
-// A client with |cpu_device_count| devices (0: 1 device).
-static inline tpr_status_t fixture_client(int64_t cpu_device_count,
-                                          tpr_client_t** out) {
+// A client of the plugin with |options|.
+static inline tpr_status_t fixture_client_with(const tpr_client_options_t* options,
+                                               tpr_client_t** out) {
   *out = NULL;
   tpr_plugin_t* plugin;
   TPR_RETURN_IF_ERROR(fixture_plugin(&plugin));
+  return tpr_client_create(plugin, options, out);
+}
+
+// A client with |cpu_device_count| devices (0: 1 device).
+static inline tpr_status_t fixture_client(int64_t cpu_device_count,
+                                          tpr_client_t** out) {
   tpr_client_options_t options;
   tpr_client_options_initialize(&options);
   options.cpu_device_count = cpu_device_count ? cpu_device_count : 1;
-  return tpr_client_create(plugin, &options, out);
+  return fixture_client_with(&options, out);
 }
 
 static inline tpr_status_t fixture_compile(tpr_client_t* c, const char* text,
