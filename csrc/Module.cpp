@@ -136,6 +136,9 @@ PYBIND11_MODULE(_C, m) {
   m.def("_reset_peak_memory_stats", [](int d) {
     if (is_initialized()) tpr_client_reset_peak_memory(tpr_eager_client(), d);
   });
+  m.def("_empty_cache", [] {
+    if (is_initialized()) tpr_client_empty_cache(tpr_eager_client());
+  });
   m.def("_runtime_stats", &runtime_stats);
   m.def("_reset_runtime_stats", [] {
     tpr_runtime_reset_stats();

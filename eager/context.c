@@ -32,6 +32,7 @@ static tpr_status_t do_init(const tpr_eager_options_t* o) {
   tpr_client_options_initialize(&co);
   co.cpu_device_count = o->cpu_device_count > 0 ? o->cpu_device_count : 1;
   co.synchronous_launch = o->synchronous_launch;
+  co.release_host_memory = o->release_host_memory;
   tpr_plugin_info_t info;
   tpr_plugin_get_info(plugin, &info);
   tpr_graph_set_swap_transposed_dots(info.kind == TPR_PLUGIN_KIND_CPU);

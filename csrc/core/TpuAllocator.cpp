@@ -133,7 +133,9 @@ class TpuAllocator final : public c10::DeviceAllocator {
   }
 
   bool initialized() override { return is_initialized(); }
-  void emptyCache(c10::MempoolId_t) override {}
+  void emptyCache(c10::MempoolId_t) override {
+    if (is_initialized()) tpr_client_empty_cache(tpr_eager_client());
+  }
   void recordStream(const c10::DataPtr&, c10::Stream) override {}
 
   c10::CachingDeviceAllocator::DeviceStats getDeviceStats(

@@ -49,6 +49,8 @@ tpr_status_t init_runtime() {
       env_flag("TORCH_TPU_LAUNCH_BLOCKING") || env_flag("TPU_LAUNCH_BLOCKING");
   const char* thread = std::getenv("TORCH_TPU_LAUNCH_THREAD");
   o.synchronous_launch = thread && std::string(thread) == "0";
+  const char* keep = std::getenv("TORCH_TPU_KEEP_HOST_MEMORY");
+  o.release_host_memory = keep && std::string(keep) == "0";
   o.fused = env_flag("TORCH_TPU_DEFER_AND_FUSE") || env_flag("TPU_DEFER_AND_FUSE");
   const char* max_ops = std::getenv("TORCH_TPU_FUSE_MAX_OPS");
   o.fuse_max_ops = max_ops ? std::atoll(max_ops) : 0;

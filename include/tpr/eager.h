@@ -40,6 +40,7 @@ typedef struct tpr_eager_options {
   int64_t cpu_device_count;          // CPU plugin: virtual devices (0 = 1)
   bool launch_blocking;              // wait for every op, report errors there
   bool synchronous_launch;           // no launch thread (tpr_client_options_t)
+  bool release_host_memory;          // CPU plugin: keep malloc's defaults
   bool fused;                        // start in fused eager mode
   int64_t fuse_max_ops;              // fused graph size bound (0 = default)
   const char* cache_dir;             // persistent executable cache; NULL/"" off

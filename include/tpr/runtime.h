@@ -84,6 +84,10 @@ typedef struct tpr_client_options {
   // thread of the client's makes them in issue order, so the caller goes
   // on to its next op while the last one runs.
   bool synchronous_launch;
+  // CPU plugin only: leave glibc's malloc thresholds alone. By default the
+  // client raises them (see tpr_client_create), because device buffers are
+  // blocks of this process's heap.
+  bool release_host_memory;
 } tpr_client_options_t;
 
 void tpr_client_options_initialize(tpr_client_options_t* options);
@@ -119,6 +123,12 @@ tpr_status_t tpr_client_memory_stats(tpr_client_t* client, int ordinal,
                                      tpr_memory_stats_t* out)
     TPR_MUST_USE_RESULT;
 void tpr_client_reset_peak_memory(tpr_client_t* client, int ordinal);
+
+// CPU plugin: returns free heap pages to the operating system where glibc
+// can (malloc_trim: the main heap, and free blocks inside thread heaps; a
+// thread heap's top is returned on its next large free). Other plugins:
+// nothing to do.
+void tpr_client_empty_cache(tpr_client_t* client);
 
 //===--- buffers ----------------------------------------------------------===//
 

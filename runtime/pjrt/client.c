@@ -1,7 +1,11 @@
 // Clients, their addressable devices, and memory figures.
 #define _XOPEN_SOURCE 700  // POSIX.1-2008: realpath, mkdtemp, clock_gettime
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include "runtime/pjrt/internal.h"
 
@@ -68,6 +72,33 @@ static tpr_status_t read_platform(tpr_client_t* c) {
   return tpr_ok_status();
 }
 
+// The CPU plugin's device buffers are heap blocks. glibc maps a block over
+// its mmap threshold afresh and unmaps it on free, and returns the top of a
+// heap to the kernel once it exceeds the trim threshold; a training step
+// frees and allocates megabytes of outputs each time, so it page-faulted
+// them all in again (about 2,000 faults and 1-2 ms per TinyGPT step). glibc
+// raises both thresholds by itself as it sees large frees, up to 32 MiB and
+// 64 MiB; starting there keeps a step's blocks for the next one, as a device
+// caching allocator would. A user's own MALLOC_* or GLIBC_TUNABLES settings
+// win. tpr_client_empty_cache gives the memory back.
+static void keep_freed_host_memory(void) {
+#ifdef __GLIBC__
+  if (getenv("MALLOC_MMAP_THRESHOLD_") || getenv("MALLOC_TRIM_THRESHOLD_") ||
+      getenv("MALLOC_TOP_PAD_") || getenv("GLIBC_TUNABLES"))
+    return;
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 64 << 20);
+#endif
+}
+
+void tpr_client_empty_cache(tpr_client_t* client) {
+#ifdef __GLIBC__
+  if (client->plugin->info.kind == TPR_PLUGIN_KIND_CPU) malloc_trim(0);
+#else
+  (void)client;
+#endif
+}
+
 tpr_status_t tpr_client_create(tpr_plugin_t* plugin,
                                const tpr_client_options_t* options,
                                tpr_client_t** out_client) {
@@ -124,6 +155,9 @@ tpr_status_t tpr_client_create(tpr_plugin_t* plugin,
     c->launcher = tpr_launcher_create(c->api);
     if (!c->launcher) s = TPR_ERR(RESOURCE_EXHAUSTED, "out of memory");
   }
+  if (tpr_status_is_ok(s) && plugin->info.kind == TPR_PLUGIN_KIND_CPU &&
+      !options->release_host_memory)
+    keep_freed_host_memory();
   if (!tpr_status_is_ok(s)) {
     tpr_client_destroy(c);
     return tpr_status_annotate(s, "creating a client of PJRT plugin '%s'",
