@@ -34,6 +34,7 @@ again with it.
 """
 import collections
 import functools
+import gc
 import operator
 import os
 import threading
@@ -533,6 +534,7 @@ def _is_symbolic(x):
 
 def tpu_backend(gm, example_inputs, **kwargs):
     """The Dynamo backend registered as "tpu"."""
+    _gc_pause.register()
     if kwargs.get("options"):
         raise TpuCompileError(f"backend 'tpu' takes no options, got {kwargs['options']}")
     _count("graphs")
@@ -595,6 +597,42 @@ def _patch_optimizer_tracing():
     dynamo_optimizer._is_static_for_cudagraphs = is_static_for_cudagraphs
 
 
+class _CompileGcPause:
+    """Pauses Python's cyclic garbage collector while Dynamo compiles, in
+    processes that use the tpu device. A compile allocates hundreds of
+    thousands of objects that mostly stay alive (graphs, guards, fake
+    tensors), so the full collections they trigger walk the whole heap and
+    find next to nothing: on TinyGPT's training step two of them took 0.4 of
+    a warm start's 2.1 s and freed 1,920 objects. Garbage a compile leaves
+    waits for the next collection after it. Dynamo calls the start and end
+    callbacks once around the outermost compile (nested and concurrent
+    compiles share them); torch._dynamo.reset() drops them, so the backend
+    registers them again. TORCH_TPU_COMPILE_GC=1 keeps collecting."""
+
+    def __init__(self):
+        self.paused = False
+
+    def start(self, args):
+        if gc.isenabled() and torch.tpu.is_initialized():
+            gc.disable()
+            self.paused = True
+
+    def end(self, args):
+        if self.paused:
+            self.paused = False
+            gc.enable()
+
+    def register(self):
+        if os.environ.get("TORCH_TPU_COMPILE_GC") == "1":
+            return
+        handler = getattr(torch._dynamo, "callback_handler", None)
+        if handler is None or self.start in handler.start_callbacks:
+            return
+        handler.register_start_callback(self.start)
+        handler.register_end_callback(self.end)
+
+
+_gc_pause = _CompileGcPause()
 _installed = False
 
 
@@ -615,3 +653,4 @@ def install():
         set_default(default_backend)
     _patch_tpu_interface()
     _patch_optimizer_tracing()
+    _gc_pause.register()

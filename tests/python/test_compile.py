@@ -444,3 +444,40 @@ def test_aot_autograd_cache_folder_is_bounded(tmp_path):
 def test_cache_off_stores_no_aot_autograd_entries(tmp_path):
     off = _aot_run("0")
     assert off["stores"] == 0 and off["loads"] == 0 and off["programs"] > 0
+
+
+def test_garbage_collector_paused_while_compiling(monkeypatch):
+    """Python's cyclic collector pauses while Dynamo compiles for a process
+    on tpu, is back afterwards, and is left off if the user turned it off."""
+    import gc
+
+    import torch_tpu._compile as C
+
+    seen = []
+    real = C._aot_compile
+
+    def spy(gm, inputs):
+        seen.append(gc.isenabled())
+        return real(gm, inputs)
+
+    monkeypatch.setattr(C, "_aot_compile", spy)
+    x = torch.randn(8, device="tpu")
+    # After torch._dynamo.reset() (the fixture) the backend registers the
+    # callbacks again during the first compile; the next one is paused.
+    torch.compile(lambda t: t + 1, backend="tpu")(x)
+    torch.compile(lambda t: t * 2, backend="tpu")(x)
+    assert seen[-1] is False, seen
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        torch.compile(lambda t: t - 3, backend="tpu")(x)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+    torch._dynamo.reset()
+    monkeypatch.setenv("TORCH_TPU_COMPILE_GC", "1")
+    seen.clear()
+    torch.compile(lambda t: t + 4, backend="tpu")(x)
+    torch.compile(lambda t: t * 5, backend="tpu")(x)
+    assert seen == [True, True]
