@@ -198,6 +198,10 @@ def decompositions():
     # the fake mode as real tensors.
     keep = {torch.ops.aten.lift.default, torch.ops.aten.lift_fresh.default}
     table = dict(_random_factories())
+    if not has_rule(torch.ops.aten._grouped_mm.default):
+        from ._grouped_mm import grouped_mm
+
+        table[torch.ops.aten._grouped_mm.default] = grouped_mm
     for source in (decomposition_table, core_aten_decompositions()):
         for op, fn in source.items():
             if isinstance(op, torch._ops.OpOverload) and not has_rule(op) and op not in keep:
@@ -654,3 +658,6 @@ def install():
     _patch_tpu_interface()
     _patch_optimizer_tracing()
     _gc_pause.register()
+    from ._grouped_mm import install_fake
+
+    install_fake()

@@ -481,3 +481,39 @@ def test_garbage_collector_paused_while_compiling(monkeypatch):
     torch.compile(lambda t: t + 4, backend="tpu")(x)
     torch.compile(lambda t: t * 5, backend="tpu")(x)
     assert seen == [True, True]
+
+
+@pytest.mark.parametrize("shapes", [
+    ((8, 16), (3, 16, 4), [3, 3, 8]),      # rows grouped (MoE experts); one empty group
+    ((3, 5, 16), (16, 12), [2, 7, 12]),    # columns of the right side grouped
+    ((5, 16), (16, 8), [4, 10, 16]),       # the contraction grouped (weight gradients)
+    ((3, 5, 16), (3, 16, 4), None),        # batched
+], ids=["2d-3d", "3d-2d", "2d-2d", "3d-3d"])
+def test_grouped_mm_float32_forward_and_backward(shapes):
+    """torch._grouped_mm (Mixture-of-Experts layers) compiles for float32,
+    which PyTorch's bfloat16-only meta kernel refuses, and gives eager CPU's
+    values and gradients."""
+    sa, sb, offs = shapes
+    torch.manual_seed(0)
+    a, b = torch.randn(sa), torch.randn(sb)
+    o = torch.tensor(offs, dtype=torch.int32) if offs is not None else None
+    ca, cb = a.clone().requires_grad_(), b.clone().requires_grad_()
+    ref = torch._grouped_mm(ca, cb, offs=o)
+    ref.square().sum().backward()
+    ta, tb = a.to("tpu").requires_grad_(), b.to("tpu").requires_grad_()
+    graphs = stats()["compiled_graphs"]
+    f = torch.compile(lambda x, y, z: torch._grouped_mm(x, y, offs=z), backend="tpu")
+    out = f(ta, tb, o.to("tpu") if o is not None else None)
+    out.square().sum().backward()
+    assert stats()["compiled_graphs"] == graphs + 1
+    torch.testing.assert_close(out.cpu(), ref.detach(), **F32)
+    torch.testing.assert_close(ta.grad.cpu(), ca.grad, **F32)
+    torch.testing.assert_close(tb.grad.cpu(), cb.grad, **F32)
+
+
+def test_grouped_mm_bad_input_names_the_op():
+    a, b = torch.randn(8, 16, device="tpu"), torch.randn(3, 12, 4, device="tpu")
+    o = torch.tensor([3, 3, 8], dtype=torch.int32, device="tpu")
+    f = torch.compile(lambda x, y, z: torch._grouped_mm(x, y, offs=z), backend="tpu")
+    with pytest.raises(Exception, match=r"_grouped_mm: contraction dimension.*\[8, 16\]"):
+        f(a, b, o)

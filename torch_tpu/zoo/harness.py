@@ -87,7 +87,10 @@ def _to_tpu(model):
     return model
 
 
-def run_arch(name, task, model_type, verbose=False):
+def run_arch(name, task, model_type, verbose=False, compiled=False):
+    """One architecture on the CPU and on tpu; |compiled|: the tpu model runs
+    through torch.compile(backend="tpu") (forward and, for LM heads, the
+    backward through the compiled graphs)."""
     import copy
     import warnings
 
@@ -112,8 +115,17 @@ def run_arch(name, task, model_type, verbose=False):
         rec.update(status="skip", reason="cpu: " + _short(e))
         return rec
     before = _fallbacks()
+    graphs_before = torch.tpu._get_cache_stats()["compiled_graphs"]
+    tmodel = None
+    if compiled:
+        # A fresh Dynamo per architecture: code shared between models (mask
+        # helpers) would otherwise reach the recompile limit and run eagerly.
+        torch._dynamo.reset()
+        torch._dynamo.utils.counters.clear()
     try:
         tmodel = _to_tpu(copy.deepcopy(model))
+        if compiled:
+            tmodel = torch.compile(tmodel, backend="tpu")
         tinputs = {k: v.to("tpu") if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
         torch.manual_seed(SEED)  # draws from the CPU generator repeat the reference's
         with torch.no_grad():
@@ -130,10 +142,18 @@ def run_arch(name, task, model_type, verbose=False):
         rec.update(status="mismatch" if problem else "match", reason=problem or "")
     except Exception as e:  # noqa: BLE001
         rec.update(status="crash", reason=_short(e))
-    if task in LM_TASKS and rec["status"] != "crash":
+    if task in LM_TASKS and rec["status"] != "crash" and tmodel is not None:
         rec["backward"] = _backward(model, tmodel, inputs, tinputs,
                                     train=model_type in TRAIN_BACKWARD)
     rec["fallbacks"] = _delta(before, _fallbacks())
+    if compiled:
+        from torch._dynamo.utils import counters
+        # Graphs the backend compiled and Dynamo's graph breaks: a model that
+        # compiled nothing ran eagerly and proves nothing about compiling.
+        rec["compiled_graphs"] = torch.tpu._get_cache_stats()["compiled_graphs"] - graphs_before
+        rec["graph_breaks"] = sum(counters["graph_break"].values())
+        if rec["status"] == "match" and rec["compiled_graphs"] == 0:
+            rec.update(status="crash", reason="nothing was compiled (ran eagerly)")
     if verbose:
         print(name, rec, file=sys.stderr)
     return rec
@@ -196,7 +216,7 @@ def _backward(model, tmodel, inputs, tinputs, train=False):
     try:
         _loss(tmodel(**tinputs)).backward()
         names = dict(model.named_parameters())
-        for n, p in tmodel.named_parameters():
+        for n, p in getattr(tmodel, "_orig_mod", tmodel).named_parameters():
             ref = names[n].grad
             if (p.grad is None) != (ref is None):
                 return {"status": "mismatch", "reason": f"{n}: grad presence differs"}
@@ -220,7 +240,7 @@ def _worker(args):
             out.write(json.dumps({"begin": i}) + "\n")
             out.flush()
             t0 = time.time()
-            rec = run_arch(name, task, model_type, args.verbose)
+            rec = run_arch(name, task, model_type, args.verbose, args.compile)
             rec["seconds"] = round(time.time() - t0, 1)
             out.write(json.dumps({"done": i, "arch": name, "result": rec}) + "\n")
             out.flush()
@@ -235,7 +255,7 @@ def _drive(args, rows):
     def command(start, end):
         return [sys.executable, "-m", "torch_tpu.zoo", "--worker", "--start", str(start),
                 "--end", str(end), "--rows", rows_path, "--result", args.json + ".partial"] + \
-            (["-v"] if args.verbose else [])
+            (["-v"] if args.verbose else []) + (["--compile"] if args.compile else [])
 
     def lost(i, why):
         name, task, model_type = rows[i]
@@ -334,6 +354,8 @@ def main(argv=None):
     ap.add_argument("--timeout", type=int, default=300, help="seconds on one architecture = hung")
     ap.add_argument("--json", default="zoo.json")
     ap.add_argument("--markdown", default="", help="write the report here")
+    ap.add_argument("--compile", action="store_true",
+                    help='run the tpu models through torch.compile(backend="tpu")')
     ap.add_argument("-v", "--verbose", action="store_true")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--start", type=int, default=0, help=argparse.SUPPRESS)
@@ -370,7 +392,8 @@ def _write_report(args, results, elapsed):
     took = f", {elapsed / 60:.0f} min" if elapsed is not None else ""
     print(report(results) + f"\n({len(results)} architectures{took})")
     if args.markdown:
-        text = ["# Hugging Face model zoo on tpu vs CPU",
+        text = ["# Hugging Face model zoo on tpu vs CPU" +
+                (" (torch.compile)" if args.compile else ""),
                 f"Command: `python -m torch_tpu.zoo {' '.join(sys.argv[1:])}`{took}",
                 *report(results).splitlines(), by_task(results), details(results)]
         with open(args.markdown, "w") as f:
