@@ -292,6 +292,56 @@ static tpr_status_t lower_index(lw_ctx_t* ctx) {
   return lw_ret(ctx, tpr_transpose(G, r, perm));
 }
 
+// index_put with one boolean mask (x[mask] = v, x[:, mask] += v). Which
+// positions the mask selects is data-dependent, but when v does not run
+// along them (a scalar, or one row for every selected position) the result
+// is where(mask, v, x), or x + where(mask, v, 0) when accumulating: static
+// shapes, no host sync. TPR_VALUE_NONE when the form does not apply.
+static tpr_value_t masked_put(lw_ctx_t* ctx, tpr_value_t self, bool accumulate) {
+  tpr_graph_t* g = G;
+  const tpr_arg_t* ind = lw_arg(ctx, 1);
+  const tpr_type_t* t = lw_type(ctx, self);
+  int p = -1;
+  for (int k = 0; k < ind->count; k++) {
+    if (ind->values[k] == TPR_VALUE_NONE) continue;
+    if (p >= 0) return TPR_VALUE_NONE;  // more than one index tensor
+    p = k;
+  }
+  if (p < 0) return TPR_VALUE_NONE;
+  tpr_value_t mask = ind->values[p];
+  const tpr_type_t* mt = lw_type(ctx, mask);
+  if ((mt->dtype != TPR_DTYPE_BOOL && mt->dtype != TPR_DTYPE_U8) ||
+      p + mt->rank > t->rank)
+    return TPR_VALUE_NONE;
+  for (int i = 0; i < mt->rank; i++)
+    if (mt->dims[i] != t->dims[p + i]) return TPR_VALUE_NONE;
+  // The indexing result is [self dims before p, N selected, dims after the
+  // mask]; values broadcast to it from the right and must be 1 along N.
+  int after = t->rank - p - mt->rank, rank = p + 1 + after;
+  const tpr_type_t* vt = lw_arg_type(ctx, 2);
+  if (vt->rank > rank) return TPR_VALUE_NONE;
+  int64_t map[TPR_MAX_RANK];
+  tpr_type_t kept = tpr_type_scalar(OUT->dtype);
+  for (int j = 0; j < vt->rank; j++) {
+    int rd = rank - vt->rank + j;
+    if (rd == p) {
+      if (vt->dims[j] != 1) return TPR_VALUE_NONE;  // one value per selection
+      continue;
+    }
+    int sd = rd < p ? rd : rd - 1 + mt->rank;
+    if (vt->dims[j] != 1 && vt->dims[j] != t->dims[sd]) return TPR_VALUE_NONE;
+    map[kept.rank] = sd;
+    kept.dims[kept.rank++] = vt->dims[j];
+  }
+  tpr_value_t v = lw_reshape_to(g, lw_cast(g, lw_value(ctx, 2), OUT->dtype), &kept);
+  v = tpr_broadcast_in_dim(g, v, t->rank, t->dims, map);
+  for (int i = 0; i < mt->rank; i++) map[i] = p + i;
+  tpr_value_t m = tpr_broadcast_in_dim(g, lw_cast(g, mask, TPR_DTYPE_BOOL), t->rank,
+                                       t->dims, map);
+  if (accumulate) return lw_add(g, self, lw_sel(g, m, v, lw_k(g, v, 0)));
+  return lw_sel(g, m, v, self);
+}
+
 // index_put / _index_put_impl_ / _unsafe_index_put(self, indices, values,
 // accumulate=False, unsafe=False)
 static tpr_status_t lower_index_put(lw_ctx_t* ctx) {
@@ -299,6 +349,10 @@ static tpr_status_t lower_index_put(lw_ctx_t* ctx) {
     return lw_fail(ctx, TPR_INVALID_ARGUMENT, "needs self and values");
   tpr_graph_t* g = G;
   tpr_value_t self = lw_cast(g, lw_value(ctx, 0), OUT->dtype);
+  if (lw_arg(ctx, 1)->kind == TPR_ARG_TENSOR_LIST) {
+    tpr_value_t masked = masked_put(ctx, self, lw_bool(ctx, 3, false));
+    if (masked != TPR_VALUE_NONE) return lw_ret(ctx, masked);
+  }
   adv_t s;
   TPR_RETURN_IF_ERROR(adv_setup(ctx, self, &s));
   int rest = s.permuted.rank - s.m;

@@ -79,18 +79,82 @@ static tpr_value_t slice_dim(lw_ctx_t* ctx, tpr_value_t v, int64_t dim,
   return tpr_slice(G, v, lo, hi, st);
 }
 
+// The (dim, start, end, step) arguments of a slice from argument |first| on,
+// over a tensor of type |t|: dim wrapped, start clamped into [0, size].
+static tpr_status_t slice_args(lw_ctx_t* ctx, const tpr_type_t* t, int first,
+                               int64_t* dim, int64_t* start, int64_t* step) {
+  *dim = lw_wrap_dim(lw_int(ctx, first, 0), t->rank);
+  *step = lw_int(ctx, first + 3, 1);
+  if (*dim < 0 || *step < 1) return lw_fail(ctx, TPR_INVALID_ARGUMENT, "bad dim or step");
+  int64_t n = t->dims[*dim];
+  int64_t s = lw_is_none(ctx, first + 1) ? 0 : lw_int(ctx, first + 1, 0);
+  if (s < 0) s += n;
+  *start = s < 0 ? 0 : (s > n ? n : s);
+  return tpr_ok_status();
+}
+
 // slice.Tensor(self, dim, start, end, step)
 static tpr_status_t lower_slice(lw_ctx_t* ctx) {
   TPR_RETURN_IF_ERROR(need_self(ctx));
-  const tpr_type_t* t = lw_arg_type(ctx, 0);
-  int64_t dim = lw_wrap_dim(lw_int(ctx, 1, 0), t->rank);
-  int64_t step = lw_int(ctx, 4, 1);
-  if (dim < 0 || step < 1) return lw_fail(ctx, TPR_INVALID_ARGUMENT, "bad dim or step");
-  int64_t n = t->dims[dim];
-  int64_t start = lw_is_none(ctx, 2) ? 0 : lw_int(ctx, 2, 0);
-  if (start < 0) start += n;
-  start = start < 0 ? 0 : (start > n ? n : start);
+  int64_t dim, start, step;
+  TPR_RETURN_IF_ERROR(slice_args(ctx, lw_arg_type(ctx, 0), 1, &dim, &start, &step));
   return lw_ret(ctx, slice_dim(ctx, lw_value(ctx, 0), dim, start, step, OUT->dims[dim]));
+}
+
+// |src| written over elements start, start + step, ... of |dim| of self:
+// src padded out to self's shape (interior padding for the step) and
+// selected where a padded mask of ones says. A rule of our own rather than
+// PyTorch's decomposition, whose result strides differ from the kernel's
+// (a later view of it failed to trace).
+static tpr_status_t scatter_slice(lw_ctx_t* ctx, tpr_value_t src, int64_t dim,
+                                  int64_t start, int64_t step) {
+  tpr_graph_t* g = G;
+  const tpr_type_t* st = lw_type(ctx, src);
+  int64_t len = st->dims[dim], n = OUT->dims[dim];
+  tpr_value_t self = lw_cast(g, lw_value(ctx, 0), OUT->dtype);
+  if (len == 0 || tpr_type_numel(OUT) == 0) return lw_ret(ctx, self);
+  int64_t lo[TPR_MAX_RANK] = {0}, hi[TPR_MAX_RANK] = {0}, in[TPR_MAX_RANK] = {0};
+  lo[dim] = start;
+  in[dim] = step - 1;
+  hi[dim] = n - (start + step * (len - 1) + 1);
+  if (hi[dim] < 0 || st->rank != OUT->rank)
+    return lw_fail(ctx, TPR_INVALID_ARGUMENT, "src does not fit the slice");
+  for (int i = 0; i < OUT->rank; i++)
+    if (i != dim && st->dims[i] != OUT->dims[i])
+      return lw_fail(ctx, TPR_INVALID_ARGUMENT, "src does not fit the slice");
+  tpr_value_t v = tpr_pad(g, lw_cast(g, src, OUT->dtype),
+                          tpr_constant_f64(g, OUT->dtype, 0), lo, hi, in);
+  tpr_value_t ones = lw_full(g, 1, TPR_DTYPE_BOOL, st);
+  tpr_value_t mask = tpr_pad(g, ones, tpr_constant_f64(g, TPR_DTYPE_BOOL, 0), lo, hi, in);
+  return lw_ret(ctx, lw_sel(g, mask, v, self));
+}
+
+// slice_scatter(self, src, dim=0, start=None, end=None, step=1)
+static tpr_status_t lower_slice_scatter(lw_ctx_t* ctx) {
+  TPR_RETURN_IF_ERROR(need_self(ctx));
+  if (!lw_is_tensor(ctx, 1)) return lw_fail(ctx, TPR_INVALID_ARGUMENT, "needs src");
+  int64_t dim, start, step;
+  TPR_RETURN_IF_ERROR(slice_args(ctx, OUT, 2, &dim, &start, &step));
+  return scatter_slice(ctx, lw_value(ctx, 1), dim, start, step);
+}
+
+// select_scatter(self, src, dim, index): src lacks |dim|.
+static tpr_status_t lower_select_scatter(lw_ctx_t* ctx) {
+  TPR_RETURN_IF_ERROR(need_self(ctx));
+  const tpr_type_t* st = lw_arg_type(ctx, 1);
+  if (!st) return lw_fail(ctx, TPR_INVALID_ARGUMENT, "needs src");
+  int64_t dim = lw_wrap_dim(lw_int(ctx, 2, 0), OUT->rank);
+  if (dim < 0 || st->rank + 1 != OUT->rank)
+    return lw_fail(ctx, TPR_INVALID_ARGUMENT, "dim out of range");
+  int64_t index = lw_int(ctx, 3, 0);
+  if (index < 0) index += OUT->dims[dim];
+  if (index < 0 || index >= OUT->dims[dim])
+    return lw_fail(ctx, TPR_OUT_OF_RANGE, "index %lld out of range", (long long)index);
+  tpr_type_t one = *st;
+  one.rank = 0;
+  for (int i = 0; i < OUT->rank; i++)
+    one.dims[one.rank++] = i == dim ? 1 : st->dims[i - (i > dim)];
+  return scatter_slice(ctx, lw_reshape_to(G, lw_value(ctx, 1), &one), dim, index, 1);
 }
 
 // select.int(self, dim, index)
@@ -200,6 +264,8 @@ LW_DEFINE_TABLE(
     LW_RULE("expand", lower_expand),
     LW_RULE("slice.Tensor", lower_slice),
     LW_RULE("select.int", lower_select),
+    LW_RULE("slice_scatter", lower_slice_scatter),
+    LW_RULE("select_scatter", lower_select_scatter),
     LW_RULE("split.Tensor", lower_split),
     LW_RULE("split_with_sizes", lower_split),
     LW_RULE("unbind.int", lower_unbind),

@@ -517,3 +517,77 @@ def test_grouped_mm_bad_input_names_the_op():
     f = torch.compile(lambda x, y, z: torch._grouped_mm(x, y, offs=z), backend="tpu")
     with pytest.raises(Exception, match=r"_grouped_mm: contraction dimension.*\[8, 16\]"):
         f(a, b, o)
+
+
+def _put(x, m, v):
+    x[m] = v
+    return x
+
+
+def _put_cols(x, m, v):
+    x[:, m] = v
+    return x
+
+
+def _put_add(x, m, v):
+    return x.index_put((m,), v, accumulate=True)
+
+
+@pytest.mark.parametrize("fn,sx,sm,v", [
+    (_put, (2, 512), (2, 512), torch.tensor(-1.0)),        # masked fill with a scalar
+    (_put, (2, 12, 32), (2, 12), torch.randn(32)),         # one row for every selected row
+    (_put, (2, 12, 32), (2, 12), torch.randn(1, 32)),
+    (_put_cols, (3, 6, 5), (6,), torch.randn(3, 1, 5)),     # the mask after a full slice
+    (_put_add, (4, 5), (4,), torch.randn(5)),               # accumulate
+], ids=["scalar", "row", "row-1", "cols", "accumulate"])
+def test_boolean_mask_put_compiles_without_a_sync(fn, sx, sm, v):
+    """x[mask] = v is data-dependent in which positions it writes, not in its
+    shape: with v one value (or row) for every selection, it compiles to a
+    select (Longformer, FastSpeech2 and T5Gemma2 write their masks so)."""
+    torch.manual_seed(0)
+    x, m = torch.randn(sx), torch.rand(sm) > 0.5
+    ref = fn(x.clone(), m, v)
+    got = torch.compile(fn, backend="tpu")(x.to("tpu"), m.to("tpu"), v.to("tpu"))
+    torch.testing.assert_close(got.cpu(), ref, rtol=0, atol=0)
+
+
+def test_boolean_mask_put_of_one_value_per_selection_is_refused():
+    """Values that run along the selection (one per True) have the selection's
+    data-dependent length: a clear error names the op."""
+    x, m = torch.randn(4, 3, device="tpu"), torch.tensor([True, False, True, False], device="tpu")
+    v = torch.randn(2, 3, device="tpu")
+    with pytest.raises(Exception, match="index_put.*data-dependent"):
+        torch.compile(_put, backend="tpu")(x, m, v)
+
+
+def _write_strided(x, y):
+    x = x.clone()
+    x[:, 1:7:2] = y            # slice_scatter with a step
+    x[2] = x[2] * 3            # select_scatter
+    x[:, -2:] *= 2             # in place on a view, then the base read again
+    return x.view(-1, 2).sum(1)
+
+
+def _shifted_view(q, v, r, mask, shift=2, context=8):
+    """FunnelModel's relative shift: reshapes and slices of an einsum's
+    result, written in place through the last view."""
+    att = torch.einsum("binh,tnh->bnit", q + v, r)
+    b, n, s, m = att.shape
+    att = att.reshape(b, n, m, s)[:, :, shift:, :].reshape(b, n, s, m - shift)[..., :context]
+    att *= mask
+    return att
+
+
+def test_writes_into_slices_compile_with_the_kernel_strides():
+    """Writes into slices and selected rows become slice_scatter /
+    select_scatter, lowered by rules of their own: PyTorch's decomposition
+    gives its result other strides than the kernel, and a later view of it
+    (FunnelModel, Longformer) failed to trace."""
+    torch.manual_seed(0)
+    x, y = torch.randn(4, 8), torch.randn(4, 3)
+    got = torch.compile(_write_strided, backend="tpu")(x.to("tpu"), y.to("tpu"))
+    torch.testing.assert_close(got.cpu(), _write_strided(x, y), **F32)
+    args = (torch.randn(4, 8, 2, 16), torch.randn(2, 16), torch.randn(18, 2, 16),
+            torch.randn(8, 8))
+    got = torch.compile(_shifted_view, backend="tpu")(*(a.to("tpu") for a in args))
+    torch.testing.assert_close(got.cpu(), _shifted_view(*args), **F32)
