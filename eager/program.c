@@ -146,10 +146,12 @@ tpr_status_t tpr_program_compile(tpr_program_t* p, const char* name,
   return s;
 }
 
-// Lock held (the buffer may be swapped concurrently otherwise).
+// Lock held (the buffer may be swapped concurrently otherwise). An input
+// without elements takes any storage: run_locked passes an empty buffer.
 static bool storage_is_input(const tpr_type_t* t, const tpr_storage_t* s) {
   tpr_buffer_t* b = s ? s->buffer : NULL;
   int64_t n = tpr_type_numel(t);
+  if (n == 0) return s != NULL;
   return b && tpr_buffer_dtype(b) == t->dtype && tpr_buffer_rank(b) == 1 &&
          tpr_buffer_numel(b) == n &&
          s->nbytes == (size_t)n * tpr_dtype_size(t->dtype);
@@ -159,8 +161,13 @@ bool tpr_program_input_ok(const tpr_program_t* p, int index,
                           const tpr_tensor_ref_t* ref) {
   if (index < 0 || index >= p->num_inputs || !ref->storage) return false;
   const tpr_type_t* t = &p->input_types[index];
-  if (ref->dtype != t->dtype || ref->rank != t->rank || ref->offset != 0)
-    return false;
+  if (ref->dtype != t->dtype || ref->rank != t->rank) return false;
+  if (tpr_type_numel(t) == 0) {  // no elements: no layout to match
+    for (int i = 0; i < t->rank; i++)
+      if (ref->sizes[i] != t->dims[i]) return false;
+    return true;
+  }
+  if (ref->offset != 0) return false;
   // The input's sizes, laid out row-major.
   int64_t dense = 1;
   for (int i = t->rank - 1; i >= 0; dense *= t->dims[i--])
@@ -188,12 +195,26 @@ static tpr_status_t run_locked(tpr_program_t* p, int device,
                      "input %d is not a whole %s storage (materialise it first)",
                      i, tpr_type_format(&p->input_types[i], buf, sizeof buf));
     }
-    args[i] = inputs[i]->buffer;
-    donate[i] = false;
   }
-  for (int k = 0; k < p->num_outputs; k++) {
+  // A tensor without elements may have no buffer, or share a larger one:
+  // the program gets an empty buffer of its own (released below).
+  tpr_status_t s = tpr_ok_status();
+  for (int i = 0; i < p->num_inputs && tpr_status_is_ok(s); i++) {
+    donate[i] = false;
+    if (tpr_type_numel(&p->input_types[i]) != 0) {
+      args[i] = inputs[i]->buffer;
+      continue;
+    }
+    static const char kNothing[1];
+    int64_t zero = 0;
+    s = tpr_buffer_from_host(tpr_eager_client(), device, p->input_types[i].dtype,
+                             &zero, 1, kNothing, &args[i]);
+  }
+  for (int k = 0; k < p->num_outputs && tpr_status_is_ok(s); k++) {
     int m = p->outputs[k].mutates;
-    if (m < 0 || tpr_graph_result_alias(p->graph, k) != m) continue;
+    if (m < 0 || tpr_graph_result_alias(p->graph, k) != m ||
+        tpr_type_numel(&p->input_types[m]) == 0)
+      continue;
     // A storage passed twice (aliased inputs) keeps its buffer: donating one
     // argument would kill the other.
     bool shared = false;
@@ -201,15 +222,21 @@ static tpr_status_t run_locked(tpr_program_t* p, int device,
       shared = j != m && inputs[j] == inputs[m];
     donate[m] = !shared;
   }
-  TPR_RETURN_IF_ERROR(tpr_executable_execute(
-      p->exe, device, args, (size_t)p->num_inputs, donate, results,
-      tpr_eager_launch_blocking()));
+  if (tpr_status_is_ok(s))
+    s = tpr_executable_execute(p->exe, device, args, (size_t)p->num_inputs, donate,
+                               results, tpr_eager_launch_blocking());
+  for (int i = 0; i < p->num_inputs; i++)
+    if (tpr_type_numel(&p->input_types[i]) == 0) tpr_buffer_release(args[i]);
+  TPR_RETURN_IF_ERROR(s);
   stats.runs++;
   if (p->num_outputs) tpr_pending_push(results[0]);
   int fresh = 0;
   for (int k = 0; k < p->num_outputs; k++) {
     int m = p->outputs[k].mutates;
     tpr_storage_t* target = m >= 0 ? inputs[m] : outputs[fresh++];
+    // A new value without elements changes nothing in the input's storage
+    // (which may be a larger one that a zero-size view shares).
+    if (m >= 0 && tpr_type_numel(&p->input_types[m]) == 0) target = NULL;
     if (target) {
       tpr_storage_swap_buffer(target, results[k]);
     } else {

@@ -55,10 +55,11 @@ TPR_TEST(lower_table_is_sorted_unique_and_found) {
   const tpr_rule_t* t = tpr_rule_table(&n);
   CHECK(n > 700);
   for (size_t i = 0; i < n; i++) {
-    // Names are qualified op names: ATen's, and prims.fma (which Dynamo
-    // writes into compiled graphs).
-    CHECK(strncmp(t[i].name, "aten::", 6) == 0 ||
-          strcmp(t[i].name, "prims::fma") == 0);
+    // Names are qualified op names: ATen's, and the prims that compiled
+    // graphs contain (Dynamo writes prims.fma; PyTorch's decomposition of
+    // gcd writes prims.gcd).
+    CHECK(strncmp(t[i].name, "aten::", 6) == 0 || strcmp(t[i].name, "prims::fma") == 0 ||
+          strcmp(t[i].name, "prims::gcd") == 0);
     CHECK(t[i].lower != NULL);
     if (i) CHECK(strcmp(t[i - 1].name, t[i].name) < 0);
     CHECK(tpr_rule_find(t[i].name) == &t[i]);

@@ -591,3 +591,41 @@ def test_writes_into_slices_compile_with_the_kernel_strides():
             torch.randn(8, 8))
     got = torch.compile(_shifted_view, backend="tpu")(*(a.to("tpu") for a in args))
     torch.testing.assert_close(got.cpu(), _shifted_view(*args), **F32)
+
+
+def _prepend(x, reg, w):
+    y = torch.cat([reg.expand(x.shape[0], -1, -1), x], dim=1)
+    return (y @ w).sum(1), reg.sum()
+
+
+def _double_(z):
+    z.mul_(2)
+    return z.sum() + 1
+
+
+def test_inputs_without_elements():
+    """A tensor with no elements (DINOv3's zero register tokens) is a graph
+    input like any other; written in place, a zero-size view leaves the
+    storage it shares alone."""
+    x, reg, w = torch.randn(2, 5, 8), torch.randn(1, 0, 8), torch.randn(8, 3)
+    got = torch.compile(_prepend, backend="tpu")(x.to("tpu"), reg.to("tpu"), w.to("tpu"))
+    for g, r in zip(got, _prepend(x, reg, w)):
+        torch.testing.assert_close(g.cpu(), r, **F32)
+    big = torch.randn(10)
+    tbig = big.to("tpu")
+    assert torch.compile(_double_, backend="tpu")(tbig[3:3]).item() == 1.0
+    assert torch.equal(tbig.cpu(), big)
+
+
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int64], ids=str)
+@pytest.mark.parametrize("op", [torch.gcd, torch.lcm], ids=lambda f: f.__name__)
+def test_gcd_lcm_eager_and_compiled(op, dtype):
+    """gcd and lcm (Reformer's chunk lengths; PyTorch decomposes them into
+    prims in compiled graphs) run Euclid's loop on the device, signs and
+    zeros as PyTorch treats them."""
+    a = torch.tensor([12, -18, 0, 0, 7, 2**20 * 5, -5, 1071], dtype=dtype)
+    b = torch.tensor([8, 24, 0, 9, 0, 2**10 * 3, -15, 462], dtype=dtype)
+    want = op(a, b)
+    assert torch.equal(op(a.to("tpu"), b.to("tpu")).cpu(), want)
+    got = torch.compile(lambda x, y: op(x, y) + 0, backend="tpu")(a.to("tpu"), b.to("tpu"))
+    assert torch.equal(got.cpu(), want)
