@@ -58,6 +58,27 @@ def _at(e, values):
     return int(e.xreplace({k: sympy.Integer(v) for k, v in values.items()}))
 
 
+def _grows(e):
+    """Whether size expression |e| never shrinks as its symbols grow, so that
+    at the bounds it is at least what it is at any smaller sizes (sums and
+    products with non-negative factors, floor and ceiling divisions by
+    positive constants, max, min). 8 - s0 does not: at a bucket above s0
+    the program would be built with too few rows."""
+    from torch.utils._sympy.functions import CeilDiv, FloorDiv, Max, Min
+
+    if e.is_Number or e.is_Symbol:
+        return True
+    if isinstance(e, sympy.Add) or isinstance(e, (Max, Min, sympy.Max, sympy.Min)):
+        return all(_grows(a) for a in e.args)
+    if isinstance(e, sympy.Mul):
+        return all((a.is_Number and a >= 0) or (not a.is_Number and _grows(a))
+                   for a in e.args)
+    if isinstance(e, (FloorDiv, CeilDiv)):
+        num, den = e.args
+        return den.is_Number and den > 0 and _grows(num)
+    return False
+
+
 def _op_key(op):
     """"exp", "add.Tensor": the op name, with the overload unless default."""
     return _rule_name(op).split("::")[1]
@@ -449,6 +470,13 @@ class BucketBuilder(_Builder):
     def lower_node(self, node):
         op = node.target
         val = node.meta.get("val")
+        if not self.exact:
+            for v in _flat_vals(val) if isinstance(val, (tuple, list, torch.Tensor)) else [val]:
+                sizes = v.shape if isinstance(v, torch.Tensor) else [v]
+                for e in (_expr(x) for x in sizes if isinstance(x, torch.SymInt)):
+                    if e is not None and not _grows(e):
+                        raise PaddingRefused(f"size {e} of {node.name} shrinks as a size "
+                                             f"grows, {_where(node)}")
         if isinstance(val, (torch.SymInt, torch.SymFloat, int, float)) and \
                 not isinstance(val, bool) and op is not operator.getitem:
             self.constants[node] = _SymArg(node)  # size arithmetic, read by _arg

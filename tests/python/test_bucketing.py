@@ -334,3 +334,22 @@ def test_graphs_of_changing_sizes_run_whatever_they_do_with_the_sizes(fn):
     for n in (8, 12, 16, 20):
         x = torch.randn(n, 4)
         torch.testing.assert_close(cf(x.to("tpu")).cpu(), fn(x), rtol=1e-5, atol=1e-5)
+
+
+def _heads_of(x, n):
+    m = 8 - n
+    y = x.reshape(1, -1, m, 8).transpose(1, 2).contiguous()
+    return y.reshape(1, m, -1).softmax(-1)
+
+
+def test_size_that_shrinks_as_a_size_grows_runs_per_exact_size():
+    """A size like 8 - n (MiniCPM-V's attention heads) is smallest at the
+    bucket of n, not largest: built at the bucket it was 0 (a division by
+    zero; elsewhere, too few rows). Such a graph runs per exact size."""
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    x = torch.randn(1, 4, 4, 8)
+    cf = torch.compile(_heads_of, backend="tpu", dynamic=True)
+    for n in (4, 6, 4):
+        got = cf(x.to("tpu"), n)
+        torch.testing.assert_close(got.cpu(), _heads_of(x, n), rtol=1e-5, atol=1e-6)
