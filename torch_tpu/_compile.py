@@ -274,6 +274,61 @@ def _meta_val(op, args, kwargs):
     return op(*args, **kwargs)
 
 
+def _dense_block(x):
+    """Whether tensor |x| covers the storage positions [offset, offset +
+    numel) once each (a permutation of a contiguous layout)."""
+    dims = sorted((st, sz) for sz, st in zip(x.shape, x.stride()) if sz != 1)
+    expect = 1
+    for st, sz in dims:
+        if st != expect:
+            return False
+        expect *= sz
+    return True
+
+
+def _as_strided_over_storage(gm):
+    """as_strided reads its input's storage, and a graph value has none of
+    its own: the rules read it densely in row-major order, which is its
+    storage only when it is contiguous. A non-contiguous input (Longformer's
+    chunks of a transposed tensor) is first written into a flat stand-in of
+    its storage at its strides (as_strided_scatter into zeros); a window
+    reaching outside what the input covers would read memory the graph does
+    not hold, and is refused."""
+    aten = torch.ops.aten
+    for node in list(gm.graph.nodes):
+        if node.op != "call_function" or node.target is not aten.as_strided.default:
+            continue
+        x = node.args[0].meta.get("val") if isinstance(node.args[0], torch.fx.Node) else None
+        size, stride = node.args[1], node.args[2]
+        offset = node.args[3] if len(node.args) > 3 else node.kwargs.get("storage_offset")
+        offset = offset or 0
+        ints = [x.storage_offset(), offset, *x.shape, *x.stride(), *size, *stride] \
+            if isinstance(x, torch.Tensor) else [None]
+        if not all(isinstance(i, int) for i in ints):
+            continue
+        if x.is_contiguous() and x.storage_offset() == 0:
+            continue
+        base, n = x.storage_offset(), x.numel()
+        last = offset + sum((a - 1) * b for a, b in zip(size, stride))
+        if n == 0 or not _dense_block(x) or min(stride, default=0) < 0 or \
+                offset < base or last >= base + n:
+            raise TpuCompileError(
+                f"aten::as_strided: a window {list(size)} / {list(stride)} at {offset} of a "
+                f"{list(x.shape)} tensor with strides {list(x.stride())} at "
+                f"{x.storage_offset()} reads memory outside it, which a compiled graph "
+                f"does not hold, at\n{_where(node)}")
+        with gm.graph.inserting_before(node):
+            zeros = gm.graph.call_function(aten.zeros.default, ([base + n],),
+                                           {"dtype": x.dtype, "device": x.device})
+            zeros.meta["val"] = torch.empty(base + n, dtype=x.dtype, device="meta")
+            flat = gm.graph.call_function(
+                aten.as_strided_scatter.default,
+                (zeros, node.args[0], list(x.shape), list(x.stride()), base))
+            flat.meta["val"] = zeros.meta["val"]
+            flat.meta["stack_trace"] = node.meta.get("stack_trace")
+        node.args = (flat, *node.args[1:])
+
+
 class _Builder:
     def __init__(self, gm, example_inputs, name):
         self.gm, self.name = gm, name
@@ -382,6 +437,7 @@ class _Builder:
         the output node's values."""
         self.mutations = []
         self.saved_states = set()
+        _as_strided_over_storage(self.gm)
         outputs = None
         for node in self.gm.graph.nodes:
             if node.op == "placeholder":

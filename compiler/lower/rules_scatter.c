@@ -152,6 +152,42 @@ static tpr_status_t lower_masked_scatter(lw_ctx_t* ctx) {
   return lw_ret(ctx, lw_sel(g, m, taken, x));
 }
 
+// masked_scatter_backward(grad, mask, sizes): the source's gradient, the
+// grad at the mask's true places (row major) in order, then zeros up to the
+// source's size. The k-th true place goes to slot k; the false ones to a
+// slot past the end, dropped.
+static tpr_status_t lower_masked_scatter_backward(lw_ctx_t* ctx) {
+  const tpr_type_t* gt = lw_arg_type(ctx, 0);
+  const tpr_type_t* mt = lw_arg_type(ctx, 1);
+  if (!gt || !mt) return lw_fail(ctx, TPR_INVALID_ARGUMENT, "needs grad and mask");
+  tpr_graph_t* g = G;
+  int64_t ns = tpr_type_numel(OUT);
+  tpr_type_t shape = *gt;  // grad and mask broadcast together
+  if (mt->rank > shape.rank) shape = *mt;
+  for (int i = 0; i < shape.rank; i++) {
+    int ig = i - (shape.rank - gt->rank), im = i - (shape.rank - mt->rank);
+    int64_t a = ig >= 0 ? gt->dims[ig] : 1, b = im >= 0 ? mt->dims[im] : 1;
+    shape.dims[i] = a == 1 ? b : a;
+  }
+  shape.dtype = OUT->dtype;
+  int64_t n = tpr_type_numel(&shape);
+  if (ns == 0) return lw_ret(ctx, lw_full(g, 0, OUT->dtype, OUT));
+  tpr_type_t all = tpr_type_make(OUT->dtype, 1, &(int64_t){ns + 1});
+  tpr_value_t out = lw_full(g, 0, OUT->dtype, &all);
+  if (n > 0) {
+    tpr_value_t m = lw_nonzero(g, lw_in(ctx, 1, mt->dtype, &shape));
+    tpr_value_t mf = tpr_reshape(g, lw_cast(g, m, TPR_DTYPE_S64), 1, &n);
+    tpr_value_t pos = lw_sub(g, tpr_scan(g, mf, 0, TPR_SCAN_SUM, false), lw_k(g, mf, 1));
+    tpr_value_t end = lw_k(g, pos, (double)ns);
+    pos = lw_sel(g, tpr_reshape(g, m, 1, &n), lw_min(g, pos, end), end);
+    tpr_value_t gf = tpr_reshape(g, lw_in(ctx, 0, OUT->dtype, &shape), 1, &n);
+    out = tpr_put_1d(g, out, pos, gf, false);
+  }
+  int64_t lo = 0;
+  out = tpr_slice(g, out, &lo, &ns, NULL);
+  return lw_ret(ctx, lw_reshape_to(g, out, OUT));
+}
+
 // index_fill.int_Scalar / .int_Tensor(self, dim, index, value): the
 // slices at index (negative ones wrap) along dim take the value.
 static tpr_status_t lower_index_fill(lw_ctx_t* ctx) {
@@ -189,6 +225,7 @@ LW_DEFINE_TABLE(scatter,
     LW_RULE("scatter.value_reduce_out", lower_scatter_legacy),
     FIO("index_reduce", lower_index_reduce),
     FIO("masked_scatter", lower_masked_scatter),
+    LW_RULE("masked_scatter_backward", lower_masked_scatter_backward),
     LW_RULE("index_fill.int_Scalar", lower_index_fill),
     LW_RULE("index_fill_.int_Scalar", lower_index_fill),
     LW_RULE("index_fill.int_Scalar_out", lower_index_fill),

@@ -223,6 +223,24 @@ static tpr_status_t lower_as_strided(lw_ctx_t* ctx) {
                                    stride->ints, offset));
 }
 
+// as_strided_scatter(self, src, size, stride, storage_offset): self with the
+// strided window of its dense elements replaced by src (the gradient of an
+// as_strided view: Longformer's overlapping chunks).
+static tpr_status_t lower_as_strided_scatter(lw_ctx_t* ctx) {
+  TPR_RETURN_IF_ERROR(need_self(ctx));
+  const tpr_arg_t* size = lw_arg(ctx, 2);
+  const tpr_arg_t* stride = lw_arg(ctx, 3);
+  if (!lw_is_tensor(ctx, 1) || size->kind != TPR_ARG_INT_LIST ||
+      stride->kind != TPR_ARG_INT_LIST || size->count != stride->count ||
+      size->count > TPR_MAX_RANK)
+    return lw_fail(ctx, TPR_INVALID_ARGUMENT, "needs src, and size and stride of one length");
+  int64_t offset = lw_is_none(ctx, 4) ? 0 : lw_int(ctx, 4, 0);
+  tpr_value_t src = lw_cast(G, lw_value(ctx, 1), OUT->dtype);
+  tpr_value_t base = lw_cast(G, flat(ctx, 0), OUT->dtype);
+  tpr_value_t w = tpr_view_write(G, base, size->count, size->ints, stride->ints, offset, src);
+  return lw_ret(ctx, lw_reshape_to(G, w, OUT));
+}
+
 // diagonal(self, offset, dim1, dim2): the other dims in order, then the
 // diagonal, read as a strided window of the dense value.
 static tpr_status_t lower_diagonal(lw_ctx_t* ctx) {
@@ -270,6 +288,8 @@ LW_DEFINE_TABLE(
     LW_RULE("split_with_sizes", lower_split),
     LW_RULE("unbind.int", lower_unbind),
     LW_RULE("as_strided", lower_as_strided),
+    LW_RULE("as_strided_scatter", lower_as_strided_scatter),
+    {"prims::as_strided_scatter", lower_as_strided_scatter},
     LW_RULE("diagonal", lower_diagonal),
     // Functional graphs allocate with empty and then overwrite it; zeros
     // stand for the unspecified contents.

@@ -629,3 +629,34 @@ def test_gcd_lcm_eager_and_compiled(op, dtype):
     assert torch.equal(op(a.to("tpu"), b.to("tpu")).cpu(), want)
     got = torch.compile(lambda x, y: op(x, y) + 0, backend="tpu")(a.to("tpu"), b.to("tpu"))
     assert torch.equal(got.cpu(), want)
+
+
+def _chunks_of_transposed(x):
+    """Longformer's overlapping chunks, of a tensor whose storage is not in
+    its row-major order."""
+    y = x.transpose(0, 1) * 1           # [8, 6] with strides (1, 8)
+    c = y.as_strided((3, 4, 6), (2, 1, 8))  # overlapping windows over the storage
+    return (c.sin() * torch.arange(72.0, device=x.device).view(3, 4, 6)).sum()
+
+
+def test_as_strided_reads_its_input_storage_order():
+    """as_strided indexes its input's storage: for a transposed input that is
+    not its row-major order. Forward and gradients match CPU (the gradients
+    of Longformer's attention projections were wrong without this)."""
+    torch.manual_seed(0)
+    x = torch.randn(6, 8)
+    cx = x.clone().requires_grad_()
+    ref = _chunks_of_transposed(cx)
+    ref.backward()
+    tx = x.to("tpu").requires_grad_()
+    got = torch.compile(_chunks_of_transposed, backend="tpu")(tx)
+    got.backward()
+    torch.testing.assert_close(got.cpu(), ref.detach(), **F32)
+    torch.testing.assert_close(tx.grad.cpu(), cx.grad, **F32)
+
+
+def test_as_strided_outside_its_input_is_refused():
+    def f(x):
+        return x[:, :4].as_strided((2, 8), (8, 1)) + 1    # reads x's dropped columns
+    with pytest.raises(Exception, match="as_strided.*reads memory outside it"):
+        torch.compile(f, backend="tpu")(torch.randn(4, 8, device="tpu"))
