@@ -286,27 +286,60 @@ def _dense_block(x):
     return True
 
 
+def _static_layout(x, *more):
+    """Whether |x| is a tensor whose layout, and the integers |more|, are
+    all static."""
+    return isinstance(x, torch.Tensor) and all(
+        isinstance(i, int) for i in (x.storage_offset(), *x.shape, *x.stride(), *more))
+
+
 def _as_strided_over_storage(gm):
-    """as_strided reads its input's storage, and a graph value has none of
-    its own: the rules read it densely in row-major order, which is its
+    """as_strided indexes its input's storage, and a graph value has none of
+    its own: the rules read a value densely in row-major order, which is its
     storage only when it is contiguous. A non-contiguous input (Longformer's
-    chunks of a transposed tensor) is first written into a flat stand-in of
-    its storage at its strides (as_strided_scatter into zeros); a window
+    chunks of a transposed tensor) is first written at its strides into a
+    flat stand-in of its storage (as_strided_scatter into zeros); a window
     reaching outside what the input covers would read memory the graph does
-    not hold, and is refused."""
+    not hold, and is refused. as_strided_scatter of a non-contiguous self
+    writes into such a stand-in (of the clone it returns: self's strides,
+    offset 0) and reads the result back at self's strides."""
     aten = torch.ops.aten
+
+    def flat(anchor, x_node, x, offset):
+        n = x.numel()
+        zeros = gm.graph.call_function(aten.zeros.default, ([offset + n],),
+                                       {"dtype": x.dtype, "device": x.device})
+        zeros.meta["val"] = torch.empty(offset + n, dtype=x.dtype, device="meta")
+        st = gm.graph.call_function(aten.as_strided_scatter.default,
+                                    (zeros, x_node, list(x.shape), list(x.stride()), offset))
+        st.meta["val"] = zeros.meta["val"]
+        st.meta["stack_trace"] = anchor.meta.get("stack_trace")
+        return st
+
     for node in list(gm.graph.nodes):
-        if node.op != "call_function" or node.target is not aten.as_strided.default:
+        if node.op != "call_function" or node.target not in (
+                aten.as_strided.default, aten.as_strided_scatter.default):
             continue
-        x = node.args[0].meta.get("val") if isinstance(node.args[0], torch.fx.Node) else None
-        size, stride = node.args[1], node.args[2]
-        offset = node.args[3] if len(node.args) > 3 else node.kwargs.get("storage_offset")
-        offset = offset or 0
-        ints = [x.storage_offset(), offset, *x.shape, *x.stride(), *size, *stride] \
-            if isinstance(x, torch.Tensor) else [None]
-        if not all(isinstance(i, int) for i in ints):
+        scatter = node.target is aten.as_strided_scatter.default
+        x_node = node.args[0]
+        x = x_node.meta.get("val") if isinstance(x_node, torch.fx.Node) else None
+        size, stride = node.args[2:4] if scatter else node.args[1:3]
+        offset = (node.args[4 if scatter else 3] if len(node.args) > (4 if scatter else 3)
+                  else node.kwargs.get("storage_offset")) or 0
+        if not _static_layout(x, offset, *size, *stride) or x.is_contiguous():
             continue
-        if x.is_contiguous() and x.storage_offset() == 0:
+        if scatter:
+            if not _dense_block(x):
+                continue  # its clone is contiguous: the row-major reading holds
+            with gm.graph.inserting_before(node):
+                st = flat(node, x_node, x, 0)
+                node.args = (st, *node.args[1:])
+                node.meta["val"] = st.meta["val"]
+            with gm.graph.inserting_after(node):
+                back = gm.graph.call_function(aten.as_strided.default,
+                                              (node, list(x.shape), list(x.stride()), 0))
+            back.meta["val"] = torch.empty(list(x.shape), dtype=x.dtype, device="meta")
+            node.replace_all_uses_with(back, delete_user_cb=lambda u: u is not back)
             continue
         base, n = x.storage_offset(), x.numel()
         last = offset + sum((a - 1) * b for a, b in zip(size, stride))
@@ -318,15 +351,7 @@ def _as_strided_over_storage(gm):
                 f"{x.storage_offset()} reads memory outside it, which a compiled graph "
                 f"does not hold, at\n{_where(node)}")
         with gm.graph.inserting_before(node):
-            zeros = gm.graph.call_function(aten.zeros.default, ([base + n],),
-                                           {"dtype": x.dtype, "device": x.device})
-            zeros.meta["val"] = torch.empty(base + n, dtype=x.dtype, device="meta")
-            flat = gm.graph.call_function(
-                aten.as_strided_scatter.default,
-                (zeros, node.args[0], list(x.shape), list(x.stride()), base))
-            flat.meta["val"] = zeros.meta["val"]
-            flat.meta["stack_trace"] = node.meta.get("stack_trace")
-        node.args = (flat, *node.args[1:])
+            node.args = (flat(node, x_node, x, base), *node.args[1:])
 
 
 class _Builder:

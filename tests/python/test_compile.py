@@ -660,3 +660,17 @@ def test_as_strided_outside_its_input_is_refused():
         return x[:, :4].as_strided((2, 8), (8, 1)) + 1    # reads x's dropped columns
     with pytest.raises(Exception, match="as_strided.*reads memory outside it"):
         torch.compile(f, backend="tpu")(torch.randn(4, 8, device="tpu"))
+
+
+def _scatter_into_transposed(x, src):
+    y = x.transpose(0, 1) * 1
+    z = torch.as_strided_scatter(y, src, (2, 3), (1, 8), 1)
+    return z * torch.arange(48.0, device=x.device).view(8, 6)
+
+
+def test_as_strided_scatter_into_a_non_contiguous_self():
+    """as_strided_scatter writes into a clone of self with self's strides:
+    for a transposed self that is not its row-major order."""
+    x, src = torch.randn(6, 8), torch.randn(2, 3)
+    got = torch.compile(_scatter_into_transposed, backend="tpu")(x.to("tpu"), src.to("tpu"))
+    torch.testing.assert_close(got.cpu(), _scatter_into_transposed(x, src), rtol=0, atol=0)

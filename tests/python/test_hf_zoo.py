@@ -13,12 +13,16 @@ from torch_tpu import _isolate
 transformers = pytest.importorskip("transformers")
 
 
-def test_zoo_fast_slice(tmp_path):
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+def test_zoo_fast_slice(tmp_path, compiled):
+    """The CI slice, eagerly and through torch.compile(backend="tpu") (where
+    every architecture must have compiled graphs, not run eagerly)."""
     from torch_tpu import zoo
     out = tmp_path / "zoo.json"
     md = tmp_path / "zoo.md"
     proc = subprocess.run([sys.executable, "-m", "torch_tpu.zoo", "--fast", "--timeout", "240",
-                           "--json", str(out), "--markdown", str(md)],
+                           "--json", str(out), "--markdown", str(md)] +
+                          (["--compile"] if compiled else []),
                           capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     results = {}
@@ -35,6 +39,8 @@ def test_zoo_fast_slice(tmp_path):
     t = zoo.totals(results)
     assert t["match_pct"] == 100.0 and t["causal_backward_pct"] == 100.0
     assert "matched the CPU" in md.read_text()
+    if compiled:
+        assert all(r["compiled_graphs"] > 0 for r in results.values()), results
 
 
 def test_zoo_rejects_unknown_architecture():

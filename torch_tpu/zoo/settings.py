@@ -27,6 +27,7 @@ FAST_ARCHS = [
     "GPTNeoXForCausalLM", "OPTForCausalLM", "BertModel", "BertForMaskedLM",
     "DistilBertForSequenceClassification", "RobertaForTokenClassification",
     "T5ForConditionalGeneration", "BartForConditionalGeneration", "ViTForImageClassification",
+    "MixtralForCausalLM",
 ]
 
 RTOL_SCALE = 1e-3
