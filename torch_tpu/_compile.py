@@ -492,7 +492,9 @@ class _Builder:
                 val = o.meta.get("val")
                 saved = self.env[o] in self.saved_states  # u64[2], whatever its meta says
                 self.prog.add_output(self.env[o], -1, torch.uint64 if saved else val.dtype)
-                layout.append(("out", fresh))
+                # A CPU value of the graph (torch.arange without a device)
+                # is returned on the CPU, as eager makes it.
+                layout.append(("out_cpu" if val.device.type == "cpu" else "out", fresh))
                 fresh += 1
             else:
                 layout.append(("const", o))
@@ -520,7 +522,8 @@ def _finish(prog, name, layout, baked):
 
 
 def _runner(prog, layout, baked):
-    """A boxed callable running one program: ("out", k) fresh output k,
+    """A boxed callable running one program: ("out", k) fresh output k
+    (("out_cpu", k): copied to the CPU),
     ("input", i) tensor input i returned as it is, ("const", v) a constant."""
 
     def run(args):
@@ -531,8 +534,8 @@ def _runner(prog, layout, baked):
         inputs = [a for i, a in enumerate(args) if i not in baked]
         args.clear()  # boxed convention: inputs may die as soon as possible
         outs = prog.run(inputs)
-        return [outs[v] if kind == "out" else inputs[v] if kind == "input" else v
-                for kind, v in layout]
+        return [outs[v] if kind == "out" else outs[v].cpu() if kind == "out_cpu" else
+                inputs[v] if kind == "input" else v for kind, v in layout]
 
     run._boxed_call = True
     return run

@@ -592,7 +592,8 @@ class BucketBuilder(_Builder):
             else:
                 val = o.meta.get("val")
                 self.prog.add_output(self.env[o], -1, val.dtype)
-                layout.append(("out", fresh, [_expr(s) for s in val.shape]))
+                layout.append(("out_cpu" if val.device.type == "cpu" else "out", fresh,
+                               [_expr(s) for s in val.shape]))
                 fresh += 1
         # Inputs updated in place (running statistics): written back by the
         # program; a padded input is a copy, so those must be static.
@@ -645,14 +646,14 @@ def _runner(prog, layout, baked, tensor_pos, pad_to, symbols, bounds):
         outs = prog.run(inputs)
         res = []
         for kind, v, shape in layout:
-            if kind == "out":
+            if kind in ("out", "out_cpu"):
                 o = outs[v]
                 for d, e in enumerate(shape):
                     if e is not None and _at(e, values) != o.shape[d]:
                         o = o.narrow(d, 0, _at(e, values))
                 # contiguous, as the graph's own result would be: strides
                 # of the padded layout would fail Dynamo's guards next call
-                res.append(o.contiguous())
+                res.append(o.contiguous() if kind == "out" else o.contiguous().cpu())
             elif kind == "input":  # as given, not padded: outputs are at their sizes
                 res.append(originals[tensor_pos.index(v)])
             elif kind == "sym":

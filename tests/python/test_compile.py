@@ -674,3 +674,20 @@ def test_as_strided_scatter_into_a_non_contiguous_self():
     x, src = torch.randn(6, 8), torch.randn(2, 3)
     got = torch.compile(_scatter_into_transposed, backend="tpu")(x.to("tpu"), src.to("tpu"))
     torch.testing.assert_close(got.cpu(), _scatter_into_transposed(x, src), rtol=0, atol=0)
+
+
+def _with_cpu_values(x):
+    h = torch.arange(4)                     # no device: the CPU, in eager too
+    return x * 2, h + 1, torch.ones(3) * x.shape[0]
+
+
+def test_cpu_values_of_a_graph_come_back_on_the_cpu():
+    """A tensor the graph makes on the CPU (Qwen3-Omni's position tables:
+    torch.arange without a device) is returned on the CPU, as eager makes
+    it; on tpu it met a CPU tensor in torch.stack at the next graph."""
+    x = torch.randn(3)
+    got = torch.compile(_with_cpu_values, backend="tpu")(x.to("tpu"))
+    want = _with_cpu_values(x)
+    assert [t.device.type for t in got] == ["tpu", "cpu", "cpu"]
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g.cpu(), w, rtol=0, atol=0)
