@@ -326,8 +326,9 @@ def _as_strided_over_storage(gm):
         size, stride = node.args[2:4] if scatter else node.args[1:3]
         offset = (node.args[4 if scatter else 3] if len(node.args) > (4 if scatter else 3)
                   else node.kwargs.get("storage_offset")) or 0
-        if not _static_layout(x, offset, *size, *stride) or x.is_contiguous():
-            continue
+        if not _static_layout(x, offset, *size, *stride) or (
+                x.is_contiguous() and (scatter or x.storage_offset() == 0)):
+            continue  # (a scatter writes into a clone of self, at offset 0)
         if scatter:
             if not _dense_block(x):
                 continue  # its clone is contiguous: the row-major reading holds
@@ -494,7 +495,8 @@ class _Builder:
                 self.prog.add_output(self.env[o], -1, torch.uint64 if saved else val.dtype)
                 # A CPU value of the graph (torch.arange without a device)
                 # is returned on the CPU, as eager makes it.
-                layout.append(("out_cpu" if val.device.type == "cpu" else "out", fresh))
+                cpu = val.device.type == "cpu" and not saved
+                layout.append(("out_cpu" if cpu else "out", fresh))
                 fresh += 1
             else:
                 layout.append(("const", o))

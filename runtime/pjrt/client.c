@@ -76,11 +76,12 @@ static tpr_status_t read_platform(tpr_client_t* c) {
 // its mmap threshold afresh and unmaps it on free, and returns the top of a
 // heap to the kernel once it exceeds the trim threshold; a training step
 // frees and allocates megabytes of outputs each time, so it page-faulted
-// them all in again (about 2,000 faults and 1-2 ms per TinyGPT step). glibc
-// raises both thresholds by itself as it sees large frees, up to 32 MiB and
-// 64 MiB; starting there keeps a step's blocks for the next one, as a device
-// caching allocator would. A user's own MALLOC_* or GLIBC_TUNABLES settings
-// win. tpr_client_empty_cache gives the memory back.
+// them all in again (hundreds to thousands of faults, and milliseconds, per
+// TinyGPT training step). glibc raises both thresholds by itself as it sees
+// large frees, up to 32 MiB and 64 MiB; starting there keeps a step's blocks
+// for the next one, as a device caching allocator would. A user's own
+// MALLOC_* or GLIBC_TUNABLES settings win. tpr_client_empty_cache returns
+// what glibc can.
 static void keep_freed_host_memory(void) {
 #ifdef __GLIBC__
   if (getenv("MALLOC_MMAP_THRESHOLD_") || getenv("MALLOC_TRIM_THRESHOLD_") ||

@@ -655,6 +655,17 @@ def test_as_strided_reads_its_input_storage_order():
     torch.testing.assert_close(tx.grad.cpu(), cx.grad, **F32)
 
 
+def _window_past_an_offset(x):
+    y = (x * 1)[1:]                         # contiguous, at storage offset 8
+    return y.as_strided((2, 4), (8, 1), 8) + 0
+
+
+def test_as_strided_counts_its_input_storage_offset():
+    x = torch.randn(4, 8)
+    got = torch.compile(_window_past_an_offset, backend="tpu")(x.to("tpu"))
+    torch.testing.assert_close(got.cpu(), _window_past_an_offset(x), rtol=0, atol=0)
+
+
 def test_as_strided_outside_its_input_is_refused():
     def f(x):
         return x[:, :4].as_strided((2, 8), (8, 1)) + 1    # reads x's dropped columns
