@@ -258,6 +258,41 @@ def _without_inductor_backends():
         codecache.init_backend_registration, codecache.custom_backend_passes = saved
 
 
+def _check_no_view_replay(entry):
+    """Refuses (a cache bypass: the graph compiles in every process) an entry
+    whose outputs are views that AOTAutograd replays from recorded view
+    metadata. PyTorch 2.13 pickles that metadata, and some comes back as
+    garbage in the next process (a slice after an _unsafe_view: in
+    GraniteSpeech's backward, sizes like -1181394619924949965, or a crash);
+    regenerating those outputs from sizes and strides instead gave wrong
+    values."""
+    from torch._functorch._aot_autograd.autograd_cache import BypassAOTAutogradCache
+
+    meta = getattr(entry, "runtime_metadata", None)
+    for o in getattr(meta, "output_info", None) or []:
+        if getattr(o, "view_meta_sequence", None) is not None:
+            raise BypassAOTAutogradCache("an output replays views (not stored: PyTorch "
+                                         "2.13 does not reload that metadata intact)")
+
+
+@contextlib.contextmanager
+def _entries_without_view_replay():
+    from torch._functorch._aot_autograd import autograd_cache as ac
+
+    cls = ac.AOTAutogradCache
+    pickle_entry = cls._pickle_entry
+
+    def checked(entry, remote):
+        _check_no_view_replay(entry)
+        return pickle_entry(entry, remote)
+
+    cls._pickle_entry = staticmethod(checked)
+    try:
+        yield
+    finally:
+        cls._pickle_entry = staticmethod(pickle_entry)
+
+
 @contextlib.contextmanager
 def scope():
     """Runs one AOTAutograd call with its cache in our folder (or off) and the
@@ -279,7 +314,7 @@ def scope():
         try:
             with fconfig.patch(bundled_autograd_cache=True,
                                force_non_lazy_backward_lowering=True), \
-                    _without_inductor_backends():
+                    _without_inductor_backends(), _entries_without_view_replay():
                 yield
         finally:
             if old is None:
