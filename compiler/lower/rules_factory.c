@@ -11,6 +11,9 @@ static tpr_status_t splat_arg(lw_ctx_t* ctx, int i) {
   if (!lw_is_tensor(ctx, i))
     return lw_fail(ctx, TPR_INVALID_ARGUMENT, "argument %d must be a tensor", i);
   const tpr_type_t* t = lw_arg_type(ctx, i);
+  // Nothing to write (a copy between tensors without elements).
+  if (tpr_type_numel(OUT) == 0 && t->rank <= OUT->rank)
+    return lw_ret(ctx, lw_full(G, 0, OUT->dtype, OUT));
   tpr_value_t v = lw_cast(G, lw_value(ctx, i), OUT->dtype);
   if (t->rank > OUT->rank || tpr_type_numel(t) == 0)
     return lw_fail(ctx, TPR_INVALID_ARGUMENT, "value does not broadcast");

@@ -604,6 +604,12 @@ def _double_(z):
     return z.sum() + 1
 
 
+def _copy_nothing(x, y):
+    z = x.new_zeros(2, 4, 12, 0)
+    z.copy_(y)                  # GLM-5's empty cache slots
+    return z.sum(-1) + x.sum()
+
+
 def test_inputs_without_elements():
     """A tensor with no elements (DINOv3's zero register tokens) is a graph
     input like any other; written in place, a zero-size view leaves the
@@ -616,6 +622,9 @@ def test_inputs_without_elements():
     tbig = big.to("tpu")
     assert torch.compile(_double_, backend="tpu")(tbig[3:3]).item() == 1.0
     assert torch.equal(tbig.cpu(), big)
+    x, y = torch.randn(3), torch.randn(2, 4, 12, 0)
+    got = torch.compile(_copy_nothing, backend="tpu")(x.to("tpu"), y.to("tpu"))
+    torch.testing.assert_close(got.cpu(), _copy_nothing(x, y), **F32)
 
 
 @pytest.mark.parametrize("dtype", [torch.int32, torch.int64], ids=str)
