@@ -104,8 +104,10 @@ def _fault_rounds(keep):
 def test_freed_buffers_are_reused_without_page_faults():
     """Each round's 8 MiB is 2048 pages. By default the heap keeps them for
     the next round; with TORCH_TPU_KEEP_HOST_MEMORY=0 glibc gives them back
-    and faults most of them in again every round (medians: a round's other
-    work, compiles of the first rounds or a stray trim, lands in a few)."""
+    and faults hundreds to most of them in again every round, depending on
+    where its adaptive thresholds stand (medians: a round's other work,
+    compiles of the first rounds or a stray trim, lands in a few)."""
     keep, release = _fault_rounds(True)[4:], _fault_rounds(False)[4:]
-    assert sorted(keep)[len(keep) // 2] < 100, keep
-    assert sorted(release)[len(release) // 2] > 800, release
+    k, r = sorted(keep)[len(keep) // 2], sorted(release)[len(release) // 2]
+    assert k < 100, keep
+    assert r > 300 and r > 5 * max(k, 20), (keep, release)
