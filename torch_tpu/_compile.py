@@ -274,18 +274,6 @@ def _meta_val(op, args, kwargs):
     return op(*args, **kwargs)
 
 
-def _dense_block(x):
-    """Whether tensor |x| covers the storage positions [offset, offset +
-    numel) once each (a permutation of a contiguous layout)."""
-    dims = sorted((st, sz) for sz, st in zip(x.shape, x.stride()) if sz != 1)
-    expect = 1
-    for st, sz in dims:
-        if st != expect:
-            return False
-        expect *= sz
-    return True
-
-
 def _static_layout(x, *more):
     """Whether |x| is a tensor whose layout, and the integers |more|, are
     all static."""
@@ -303,6 +291,8 @@ def _as_strided_over_storage(gm):
     not hold, and is refused. as_strided_scatter of a non-contiguous self
     writes into such a stand-in (of the clone it returns: self's strides,
     offset 0) and reads the result back at self's strides."""
+    from torch._prims_common import is_non_overlapping_and_dense_or_false as dense
+
     aten = torch.ops.aten
 
     def flat(anchor, x_node, x, offset):
@@ -330,7 +320,7 @@ def _as_strided_over_storage(gm):
                 x.is_contiguous() and (scatter or x.storage_offset() == 0)):
             continue  # (a scatter writes into a clone of self, at offset 0)
         if scatter:
-            if not _dense_block(x):
+            if not dense(x):
                 continue  # its clone is contiguous: the row-major reading holds
             with gm.graph.inserting_before(node):
                 st = flat(node, x_node, x, 0)
@@ -344,7 +334,7 @@ def _as_strided_over_storage(gm):
             continue
         base, n = x.storage_offset(), x.numel()
         last = offset + sum((a - 1) * b for a, b in zip(size, stride))
-        if n == 0 or not _dense_block(x) or min(stride, default=0) < 0 or \
+        if n == 0 or not dense(x) or min(stride, default=0) < 0 or \
                 offset < base or last >= base + n:
             raise TpuCompileError(
                 f"aten::as_strided: a window {list(size)} / {list(stride)} at {offset} of a "

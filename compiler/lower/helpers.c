@@ -306,6 +306,25 @@ tpr_value_t lw_nonzero(tpr_graph_t* g, tpr_value_t x) {
   return lw_cmpk(g, TPR_CMP_NE, x, 0);
 }
 
+tpr_value_t lw_true_slots(tpr_graph_t* g, tpr_value_t m, int64_t past) {
+  tpr_value_t mi = lw_cast(g, m, TPR_DTYPE_S64);
+  tpr_value_t pos = lw_sub(g, tpr_scan(g, mi, 0, TPR_SCAN_SUM, false), lw_k(g, mi, 1));
+  return lw_sel(g, m, pos, lw_k(g, pos, (double)past));
+}
+
+bool lw_broadcast_shape(const tpr_type_t* a, const tpr_type_t* b, tpr_type_t* out) {
+  int r = a->rank > b->rank ? a->rank : b->rank;
+  *out = tpr_type_scalar(a->dtype);
+  out->rank = r;
+  for (int i = 0; i < r; i++) {
+    int ia = i - (r - a->rank), ib = i - (r - b->rank);
+    int64_t da = ia >= 0 ? a->dims[ia] : 1, db = ib >= 0 ? b->dims[ib] : 1;
+    if (da != db && da != 1 && db != 1) return false;
+    out->dims[i] = da == 1 ? db : da;
+  }
+  return true;
+}
+
 tpr_value_t lw_trunc(tpr_graph_t* g, tpr_value_t x) {
   return lw_sel(g, lw_cmpk(g, TPR_CMP_LT, x, 0),
                 lw_un(g, TPR_UNARY_CEIL, x), lw_un(g, TPR_UNARY_FLOOR, x));

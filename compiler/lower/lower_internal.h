@@ -186,6 +186,12 @@ static inline tpr_value_t lw_cmpk(tpr_graph_t* g, tpr_compare_dir_t d,
 }
 // x != 0 as bool (bool stays).
 tpr_value_t lw_nonzero(tpr_graph_t* g, tpr_value_t x);
+// For a rank-1 bool |m|: s64 k at the k-th true place (row-major order),
+// |past| at the false ones (the places that a compaction drops).
+tpr_value_t lw_true_slots(tpr_graph_t* g, tpr_value_t m, int64_t past);
+// NumPy broadcast shape of two types (a's dtype) into *out; false if they
+// do not broadcast.
+bool lw_broadcast_shape(const tpr_type_t* a, const tpr_type_t* b, tpr_type_t* out);
 // trunc(x) for floats.
 tpr_value_t lw_trunc(tpr_graph_t* g, tpr_value_t x);
 // isnan(x) as bool.

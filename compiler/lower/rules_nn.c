@@ -8,21 +8,6 @@
 
 enum { RED_NONE = 0, RED_MEAN = 1, RED_SUM = 2 };
 
-// NumPy broadcast shape of two types into *out; false if incompatible.
-static bool bcast_shape(const tpr_type_t* a, const tpr_type_t* b,
-                        tpr_type_t* out) {
-  int r = a->rank > b->rank ? a->rank : b->rank;
-  *out = tpr_type_scalar(a->dtype);
-  out->rank = r;
-  for (int i = 0; i < r; i++) {
-    int ia = i - (r - a->rank), ib = i - (r - b->rank);
-    int64_t da = ia >= 0 ? a->dims[ia] : 1, db = ib >= 0 ? b->dims[ib] : 1;
-    if (da != db && da != 1 && db != 1) return false;
-    out->dims[i] = da == 1 ? db : da;
-  }
-  return true;
-}
-
 static tpr_value_t reduce_all(tpr_graph_t* g, tpr_value_t v, bool mean) {
   const tpr_type_t* t = tpr_value_type(g, v);
   int64_t dims[TPR_MAX_RANK];
@@ -45,7 +30,7 @@ static tpr_status_t load_pair(lw_ctx_t* ctx, int a, tpr_type_t* shape,
                               tpr_value_t* x, tpr_value_t* y) {
   const tpr_type_t* ta = lw_arg_type(ctx, a);
   const tpr_type_t* tb = lw_arg_type(ctx, a + 1);
-  if (!ta || !tb || !bcast_shape(ta, tb, shape))
+  if (!ta || !tb || !lw_broadcast_shape(ta, tb, shape))
     return lw_fail(ctx, TPR_INVALID_ARGUMENT, "operands do not broadcast");
   shape->dtype = lw_opmath(OUT->dtype);
   if (!tpr_dtype_is_float(shape->dtype))

@@ -318,9 +318,7 @@ static tpr_status_t lower_nonzero_static(lw_ctx_t* ctx) {
     return lw_ret(ctx, lw_full(g, (double)fill, OUT->dtype, OUT));
   }
   tpr_value_t m = tpr_reshape(g, lw_nonzero(g, lw_value(ctx, 0)), 1, &n);
-  tpr_value_t mi = lw_cast(g, m, TPR_DTYPE_S64);
-  tpr_value_t pos = lw_sub(g, tpr_scan(g, mi, 0, TPR_SCAN_SUM, false), lw_k(g, mi, 1));
-  pos = lw_sel(g, m, pos, lw_k(g, pos, (double)size));  // dropped (out of range)
+  tpr_value_t pos = lw_true_slots(g, m, size);  // false places: out of range, dropped
   tpr_type_t lt = tpr_type_make(TPR_DTYPE_S64, 1, &n);
   tpr_value_t linear = tpr_put_1d(g, lw_full(g, -1, TPR_DTYPE_S64, &(tpr_type_t){TPR_DTYPE_S64, 1, {size}}),
                                   pos, tpr_iota(g, lt, 0), false);

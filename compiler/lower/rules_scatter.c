@@ -143,8 +143,7 @@ static tpr_status_t lower_masked_scatter(lw_ctx_t* ctx) {
   int64_t numel = tpr_type_numel(OUT), ns = tpr_type_numel(st);
   if (numel == 0 || ns == 0) return lw_ret(ctx, x);
   tpr_value_t m = lw_nonzero(g, lw_in(ctx, 1, lw_arg_type(ctx, 1)->dtype, OUT));
-  tpr_value_t mf = tpr_reshape(g, lw_cast(g, m, TPR_DTYPE_S64), 1, &numel);
-  tpr_value_t pos = lw_sub(g, tpr_scan(g, mf, 0, TPR_SCAN_SUM, false), lw_k(g, mf, 1));
+  tpr_value_t pos = lw_true_slots(g, tpr_reshape(g, m, 1, &numel), 0);
   pos = tpr_clamp(g, tpr_constant_i64(g, TPR_DTYPE_S64, 0), pos,
                   tpr_constant_i64(g, TPR_DTYPE_S64, ns - 1));
   tpr_value_t src = tpr_reshape(g, lw_cast(g, lw_value(ctx, 2), OUT->dtype), 1, &ns);
@@ -162,24 +161,18 @@ static tpr_status_t lower_masked_scatter_backward(lw_ctx_t* ctx) {
   if (!gt || !mt) return lw_fail(ctx, TPR_INVALID_ARGUMENT, "needs grad and mask");
   tpr_graph_t* g = G;
   int64_t ns = tpr_type_numel(OUT);
-  tpr_type_t shape = *gt;  // grad and mask broadcast together
-  if (mt->rank > shape.rank) shape = *mt;
-  for (int i = 0; i < shape.rank; i++) {
-    int ig = i - (shape.rank - gt->rank), im = i - (shape.rank - mt->rank);
-    int64_t a = ig >= 0 ? gt->dims[ig] : 1, b = im >= 0 ? mt->dims[im] : 1;
-    shape.dims[i] = a == 1 ? b : a;
-  }
+  tpr_type_t shape;  // grad and mask broadcast together
+  if (!lw_broadcast_shape(gt, mt, &shape))
+    return lw_fail(ctx, TPR_INVALID_ARGUMENT, "grad and mask do not broadcast");
   shape.dtype = OUT->dtype;
   int64_t n = tpr_type_numel(&shape);
   if (ns == 0) return lw_ret(ctx, lw_full(g, 0, OUT->dtype, OUT));
   tpr_type_t all = tpr_type_make(OUT->dtype, 1, &(int64_t){ns + 1});
   tpr_value_t out = lw_full(g, 0, OUT->dtype, &all);
   if (n > 0) {
-    tpr_value_t m = lw_nonzero(g, lw_in(ctx, 1, mt->dtype, &shape));
-    tpr_value_t mf = tpr_reshape(g, lw_cast(g, m, TPR_DTYPE_S64), 1, &n);
-    tpr_value_t pos = lw_sub(g, tpr_scan(g, mf, 0, TPR_SCAN_SUM, false), lw_k(g, mf, 1));
-    tpr_value_t end = lw_k(g, pos, (double)ns);
-    pos = lw_sel(g, tpr_reshape(g, m, 1, &n), lw_min(g, pos, end), end);
+    tpr_value_t m = tpr_reshape(g, lw_nonzero(g, lw_in(ctx, 1, mt->dtype, &shape)), 1, &n);
+    tpr_value_t pos = lw_true_slots(g, m, ns);
+    pos = lw_min(g, pos, lw_k(g, pos, (double)ns));  // more true places than slots
     tpr_value_t gf = tpr_reshape(g, lw_in(ctx, 0, OUT->dtype, &shape), 1, &n);
     out = tpr_put_1d(g, out, pos, gf, false);
   }
