@@ -221,17 +221,9 @@ static tpr_status_t adv_setup(lw_ctx_t* ctx, tpr_value_t self, adv_t* s) {
     if (!lw_is_int(it->dtype))
       return lw_fail(ctx, TPR_UNIMPLEMENTED,
                      "boolean-mask indexing has a data-dependent shape");
-    // broadcast shape
-    tpr_type_t b = tpr_type_scalar(TPR_DTYPE_S64);
-    int r = it->rank > s->btype.rank ? it->rank : s->btype.rank;
-    b.rank = r;
-    for (int i = 0; i < r; i++) {
-      int ia = i - (r - it->rank), ib = i - (r - s->btype.rank);
-      int64_t da = ia >= 0 ? it->dims[ia] : 1, db = ib >= 0 ? s->btype.dims[ib] : 1;
-      if (da != db && da != 1 && db != 1)
-        return lw_fail(ctx, TPR_INVALID_ARGUMENT, "index shapes do not broadcast");
-      b.dims[i] = da == 1 ? db : da;
-    }
+    tpr_type_t b;  // s64, the index tensors' broadcast shape
+    if (!lw_broadcast_shape(&s->btype, it, &b))
+      return lw_fail(ctx, TPR_INVALID_ARGUMENT, "index shapes do not broadcast");
     s->btype = b;
     idims[s->m++] = k;
   }
