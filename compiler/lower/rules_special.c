@@ -480,7 +480,8 @@ static tpr_status_t lower_angle(lw_ctx_t* ctx) {
   return lw_ret(ctx, lw_sel(G, lw_isnan(G, x), x, r));
 }
 
-// conj_physical: (re, -im) for complex, the value itself otherwise.
+// conj_physical: (re, -im) for complex, the value itself otherwise. Also
+// _conj, the conjugate view: compiled graphs give views value semantics.
 static tpr_status_t lower_conj_physical(lw_ctx_t* ctx) {
   tpr_value_t z = lw_in(ctx, 0, OUT->dtype, OUT);
   if (!tpr_dtype_is_complex(OUT->dtype)) return lw_ret(ctx, z);
@@ -560,7 +561,7 @@ LW_DEFINE_TABLE(special,
     FO("complex", lower_complex), FO("polar", lower_polar),
     FIO("sgn", lower_sgn), FO("angle", lower_angle),
     FIO("conj_physical", lower_conj_physical),
-    FO("_conj_physical", lower_conj_physical),
+    FO("_conj_physical", lower_conj_physical), LW_RULE("_conj", lower_conj_physical),
     FO("nansum", lower_nansum),
     FO("count_nonzero", lower_count_nonzero),
     LW_RULE("count_nonzero.dim_IntList", lower_count_nonzero),

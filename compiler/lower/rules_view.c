@@ -266,6 +266,39 @@ static tpr_status_t lower_diagonal(lw_ctx_t* ctx) {
   return lw_ret(ctx, tpr_view_read(G, flat(ctx, 0), t->dtype, r, sizes, strides, start));
 }
 
+// view_as_real(self): complex [...] -> its part type [..., 2] (real, imag).
+static tpr_status_t lower_view_as_real(lw_ctx_t* ctx) {
+  TPR_RETURN_IF_ERROR(need_self(ctx));
+  const tpr_type_t* t = lw_arg_type(ctx, 0);
+  if (!tpr_dtype_is_complex(t->dtype))
+    return lw_fail(ctx, TPR_INVALID_ARGUMENT, "self must be complex");
+  tpr_type_t one = *t;
+  one.dims[one.rank++] = 1;
+  tpr_value_t x = lw_value(ctx, 0);
+  tpr_value_t parts[2] = {lw_reshape_to(G, tpr_unary(G, TPR_UNARY_REAL, x), &one),
+                          lw_reshape_to(G, tpr_unary(G, TPR_UNARY_IMAG, x), &one)};
+  return lw_ret(ctx, tpr_concatenate(G, parts, 2, t->rank));
+}
+
+// view_as_complex(self): f32/f64 [..., 2] -> complex [...].
+static tpr_status_t lower_view_as_complex(lw_ctx_t* ctx) {
+  TPR_RETURN_IF_ERROR(need_self(ctx));
+  const tpr_type_t* t = lw_arg_type(ctx, 0);
+  int last = t->rank - 1;
+  if (last < 0 || t->dims[last] != 2)
+    return lw_fail(ctx, TPR_INVALID_ARGUMENT, "the last dimension must have size 2");
+  tpr_value_t x = lw_value(ctx, 0);
+  return lw_ret(ctx, tpr_binary(G, TPR_BINARY_COMPLEX,
+                                lw_reshape_to(G, slice_dim(ctx, x, last, 0, 1, 1), OUT),
+                                lw_reshape_to(G, slice_dim(ctx, x, last, 1, 1, 1), OUT)));
+}
+
+// _neg_view(self): the negated view, as a value.
+static tpr_status_t lower_neg_view(lw_ctx_t* ctx) {
+  TPR_RETURN_IF_ERROR(need_self(ctx));
+  return lw_ret(ctx, tpr_unary(G, TPR_UNARY_NEG, lw_value(ctx, 0)));
+}
+
 LW_DEFINE_TABLE(
     view,
     LW_RULE("view", lw_rule_identity),
@@ -291,6 +324,12 @@ LW_DEFINE_TABLE(
     LW_RULE("as_strided_scatter", lower_as_strided_scatter),
     {"prims::as_strided_scatter", lower_as_strided_scatter},
     LW_RULE("diagonal", lower_diagonal),
+    LW_RULE("view_as_real", lower_view_as_real),
+    LW_RULE("view_as_complex", lower_view_as_complex),
+    LW_RULE("_neg_view", lower_neg_view),
+    // A value already holds what a conjugate or negative view shows.
+    LW_RULE("resolve_conj", lw_rule_identity),
+    LW_RULE("resolve_neg", lw_rule_identity),
     // Functional graphs allocate with empty and then overwrite it; zeros
     // stand for the unspecified contents.
     LW_RULE("empty.memory_format", lw_rule_zero),

@@ -738,3 +738,29 @@ def test_graph_with_view_outputs_is_right_in_a_second_process(tmp_path):
         assert r.returncode == 0, r.stderr[-3000:]
         res = json.loads(r.stdout.strip().splitlines()[-1])
         assert res["err"] == 0 and res["loads"] == 0, res
+
+
+def _rotate_complex(x, freqs):
+    """DeepseekV2's rotary embedding: pairs as complex numbers, times unit
+    phases, back to pairs; FNet's Fourier mixing takes the real part."""
+    z = torch.view_as_complex(x.reshape(*x.shape[:-1], -1, 2)) * freqs
+    mixed = torch.fft.fft(z.conj(), dim=-1).real
+    return torch.view_as_real(z).flatten(-2) * 1, mixed
+
+
+def test_complex_views_forward_and_gradients():
+    """view_as_complex, view_as_real and conj views (from the backward of a
+    complex product) lower as values in compiled graphs."""
+    torch.manual_seed(0)
+    x = torch.randn(3, 4, 8)
+    freqs = torch.polar(torch.ones(4, 4), torch.randn(4, 4))
+    g = [torch.randn(3, 4, 8), torch.randn(3, 4, 4)]
+    cx = x.clone().requires_grad_()
+    want = _rotate_complex(cx, freqs)
+    torch.autograd.backward(want, g)
+    tx = x.to("tpu").requires_grad_()
+    got = torch.compile(_rotate_complex, backend="tpu")(tx, freqs.to("tpu"))
+    torch.autograd.backward(got, [t.to("tpu") for t in g])
+    for a, b in zip(got, want):
+        torch.testing.assert_close(a.detach().cpu(), b.detach(), **F32)
+    torch.testing.assert_close(tx.grad.cpu(), cx.grad, **F32)
