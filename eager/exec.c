@@ -495,6 +495,11 @@ static tpr_status_t append_op(const tpr_eager_call_t* call) {
   }
   if (outs != outs_local) tpr_free(outs);
   if (tpr_status_is_ok(s)) s = tpr_graph_status(graph);
+  // Run-time checks are for whole-graph programs; eager gives its ops
+  // inputs that need none (boolean masks arrive as indices).
+  if (tpr_status_is_ok(s) && tpr_graph_num_checks(graph) > 0)
+    s = TPR_ERR(UNIMPLEMENTED, "%s: needs a run-time check (%s), which eager does not run",
+                call->op_name, tpr_graph_check_message(graph, 0));
   return s;
 }
 

@@ -19,6 +19,10 @@ struct tpr_program {
   tpr_type_t* input_types;
   output_t* outputs;
   int num_outputs, cap_outputs;
+  // The graph's run-time checks, compiled into one extra s32 result: 0, or
+  // 1 + the index of the first false check.
+  char** check_messages;
+  int num_checks;
   tpr_executable_t* exe;  // retained; NULL until compiled
 };
 
@@ -64,6 +68,8 @@ void tpr_program_free(tpr_program_t* p) {
   tpr_executable_release(p->exe);
   tpr_free(p->input_types);
   tpr_free(p->outputs);
+  for (int i = 0; i < p->num_checks; i++) tpr_free(p->check_messages[i]);
+  tpr_free(p->check_messages);
   tpr_free(p);
 }
 
@@ -104,6 +110,28 @@ tpr_status_t tpr_program_add_output(tpr_program_t* p, tpr_value_t v,
   return tpr_ok_status();
 }
 
+// Adds the result that says which run-time check failed first (see
+// struct tpr_program) and keeps the checks' messages.
+static tpr_status_t take_checks(tpr_program_t* p) {
+  tpr_graph_t* g = p->graph;
+  int n = tpr_graph_num_checks(g);
+  if (n == 0) return tpr_ok_status();
+  p->check_messages = tpr_calloc((size_t)n, sizeof *p->check_messages);
+  if (!p->check_messages) return TPR_ERR(RESOURCE_EXHAUSTED, "out of host memory");
+  p->num_checks = n;  // entries stay NULL until copied (free handles both)
+  tpr_value_t failed = tpr_constant_i64(g, TPR_DTYPE_S32, 0);
+  for (int i = n - 1; i >= 0; i--) {
+    const char* msg = tpr_graph_check_message(g, i);
+    p->check_messages[i] = tpr_malloc(strlen(msg) + 1);
+    if (!p->check_messages[i]) return TPR_ERR(RESOURCE_EXHAUSTED, "out of host memory");
+    strcpy(p->check_messages[i], msg);
+    failed = tpr_select(g, tpr_graph_check_value(g, i), failed,
+                        tpr_constant_i64(g, TPR_DTYPE_S32, i + 1));
+  }
+  tpr_graph_add_result(g, failed);
+  return tpr_graph_status(g);
+}
+
 tpr_status_t tpr_program_compile(tpr_program_t* p, const char* name,
                                  bool* out_compiled) {
   if (out_compiled) *out_compiled = false;
@@ -125,6 +153,7 @@ tpr_status_t tpr_program_compile(tpr_program_t* p, const char* name,
     }
   }
   tpr_free(aliased);
+  TPR_RETURN_IF_ERROR(take_checks(p));
   TPR_RETURN_IF_ERROR(tpr_graph_status(p->graph));
   tpr_eager_lock();
   tpr_runtime_stats_t before, after;
@@ -229,7 +258,7 @@ static tpr_status_t run_locked(tpr_program_t* p, int device,
     if (tpr_type_numel(&p->input_types[i]) == 0) tpr_buffer_release(args[i]);
   TPR_RETURN_IF_ERROR(s);
   stats.runs++;
-  if (p->num_outputs) tpr_pending_push(results[0]);
+  if (p->num_outputs || p->num_checks) tpr_pending_push(results[0]);
   int fresh = 0;
   for (int k = 0; k < p->num_outputs; k++) {
     int m = p->outputs[k].mutates;
@@ -252,7 +281,7 @@ tpr_status_t tpr_program_run(tpr_program_t* p, int device,
                              tpr_storage_t* const* inputs,
                              tpr_storage_t* const* outputs) {
   if (!p->exe) return TPR_ERR(FAILED_PRECONDITION, "the program is not compiled");
-  size_t ni = (size_t)p->num_inputs, no = (size_t)p->num_outputs;
+  size_t ni = (size_t)p->num_inputs, no = (size_t)p->num_outputs + (p->num_checks > 0);
   // One block: argument buffers, donation flags, result buffers.
   void* block = tpr_calloc(1, (ni + 1) * (sizeof(tpr_buffer_t*) + sizeof(bool)) +
                                   (no + 1) * sizeof(tpr_buffer_t*));
@@ -263,6 +292,17 @@ tpr_status_t tpr_program_run(tpr_program_t* p, int device,
   tpr_eager_lock();
   tpr_status_t s = run_locked(p, device, inputs, outputs, args, donate, results);
   tpr_eager_unlock();
+  // The checks' result (run_locked leaves it): waiting for it makes the
+  // failure this run's error, as PyTorch's eager kernels raise theirs.
+  tpr_buffer_t* checked = p->num_checks ? results[p->num_outputs] : NULL;
+  if (tpr_status_is_ok(s) && checked) {
+    int32_t failed = 0;
+    s = tpr_buffer_to_host(checked, &failed, sizeof failed);
+    // FAILED_PRECONDITION: a RuntimeError, as PyTorch raises for these.
+    if (tpr_status_is_ok(s) && failed > 0 && failed <= p->num_checks)
+      s = TPR_ERR(FAILED_PRECONDITION, "%s", p->check_messages[failed - 1]);
+  }
+  tpr_buffer_release(checked);
   tpr_free(block);
   return s;
 }

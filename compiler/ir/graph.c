@@ -56,8 +56,16 @@ tpr_status_t tpr_graph_create(tpr_graph_t** out_graph) {
   return tpr_ok_status();
 }
 
+static void drop_checks(tpr_graph_t* g, int32_t keep) {
+  for (int32_t i = keep; i < g->num_checks; i++) tpr_free(g->check_messages[i]);
+  g->num_checks = keep;
+}
+
 void tpr_graph_free(tpr_graph_t* g) {
   if (!g) return;
+  drop_checks(g, 0);
+  tpr_free(g->check_values);
+  tpr_free(g->check_messages);
   tpr_free(g->nodes);
   for (int i = 0; i < g->num_blocks; i++) tpr_free(g->value_blocks[i]);
   tpr_free(g->value_blocks);
@@ -73,6 +81,7 @@ void tpr_graph_free(tpr_graph_t* g) {
 void tpr_graph_reset(tpr_graph_t* g) {
   g->num_nodes = g->num_values = g->num_operands = g->num_ints = 0;
   g->num_results = g->num_params = 0;
+  drop_checks(g, 0);
   g->scope = 0;
   g->data_size = 0;
   tpr_status_free(g->status);
@@ -80,8 +89,8 @@ void tpr_graph_reset(tpr_graph_t* g) {
 }
 
 tpr_graph_mark_t tpr_graph_get_mark(const tpr_graph_t* g) {
-  tpr_graph_mark_t m = {g->num_nodes, g->num_values, g->num_operands,
-                        g->num_ints,  g->num_params, g->data_size};
+  tpr_graph_mark_t m = {g->num_nodes, g->num_values, g->num_operands, g->num_ints,
+                        g->num_params, g->num_checks,  g->data_size};
   return m;
 }
 
@@ -91,6 +100,7 @@ void tpr_graph_rollback(tpr_graph_t* g, const tpr_graph_mark_t* m) {
   g->num_operands = m->operands;
   g->num_ints = m->ints;
   g->num_params = m->params;
+  drop_checks(g, m->checks);
   g->data_size = m->data;
   tpr_status_free(g->status);
   g->status = tpr_ok_status();
@@ -302,6 +312,50 @@ int tpr_graph_add_result(tpr_graph_t* g, tpr_value_t v) {
 }
 
 int tpr_graph_num_results(const tpr_graph_t* g) { return g->num_results; }
+
+void tpr_graph_add_check(tpr_graph_t* g, tpr_value_t ok, const char* fmt, ...) {
+  if (!tpr_graph_ok(g)) return;
+  const tpr_type_t* t = tpr_graph_operand(g, ok, "tpr_graph_add_check", 0);
+  if (!t) return;
+  if (t->dtype != TPR_DTYPE_BOOL || t->rank != 0) {
+    char b[96];
+    tpr_graph_fail(g, TPR_INVALID_ARGUMENT, "tpr_graph_add_check: %s is not a bool scalar",
+                   tpr_type_format(t, b, sizeof b));
+    return;
+  }
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  // Both arrays grow from the same capacity; the smaller new one is kept.
+  size_t cap = (size_t)g->cap_checks, cap2 = cap, need = (size_t)g->num_checks + 1;
+  void* v = g->check_values;
+  bool grown = grow(&v, &cap, need, sizeof(tpr_value_t));
+  g->check_values = v;
+  void* m = g->check_messages;
+  grown = grown && grow(&m, &cap2, need, sizeof(char*));
+  g->check_messages = m;
+  char* copy = grown ? tpr_malloc(strlen(msg) + 1) : NULL;
+  if (!copy) {
+    tpr_graph_fail(g, TPR_RESOURCE_EXHAUSTED, "graph: out of memory");
+    return;
+  }
+  g->cap_checks = (int32_t)(cap < cap2 ? cap : cap2);
+  strcpy(copy, msg);
+  g->check_values[g->num_checks] = ok;
+  g->check_messages[g->num_checks++] = copy;
+}
+
+int tpr_graph_num_checks(const tpr_graph_t* g) { return g->num_checks; }
+
+tpr_value_t tpr_graph_check_value(const tpr_graph_t* g, int index) {
+  return index >= 0 && index < g->num_checks ? g->check_values[index] : TPR_VALUE_NONE;
+}
+
+const char* tpr_graph_check_message(const tpr_graph_t* g, int index) {
+  return index >= 0 && index < g->num_checks ? g->check_messages[index] : "";
+}
 
 tpr_value_t tpr_graph_result(const tpr_graph_t* g, int index) {
   if (index < 0 || index >= g->num_results) return TPR_VALUE_NONE;

@@ -117,6 +117,9 @@ struct tpr_graph {
   int32_t* aliases;  // per result: aliased parameter or -1
   int32_t num_results, cap_results;
   int32_t num_params;
+  tpr_value_t* check_values;  // run-time checks (tpr_graph_add_check)
+  char** check_messages;      // owned
+  int32_t num_checks, cap_checks;
   int32_t scope;        // scope of the nodes being added (see tpr_node_t)
   tpr_status_t status;  // first error, or OK
 };

@@ -62,16 +62,34 @@ void lw_format_args(const lw_ctx_t* ctx, char* buf, size_t cap) {
   }
 }
 
+// "op(argument types): reason" into buf.
+static void describe(const lw_ctx_t* ctx, char* buf, size_t cap, const char* fmt,
+                     va_list ap) {
+  char reason[512], args[512];
+  vsnprintf(reason, sizeof reason, fmt, ap);
+  lw_format_args(ctx, args, sizeof args);
+  // A long message is cut (snprintf), never overrun.
+  if (snprintf(buf, cap, "%s(%s): %s", ctx->op_name ? ctx->op_name : "?", args, reason) < 0)
+    buf[0] = '\0';
+}
+
 tpr_status_t lw_fail(const lw_ctx_t* ctx, tpr_status_code_t code,
                      const char* fmt, ...) {
-  char reason[256], args[512];
+  char msg[1024];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(reason, sizeof reason, fmt, ap);
+  describe(ctx, msg, sizeof msg, fmt, ap);
   va_end(ap);
-  lw_format_args(ctx, args, sizeof args);
-  return tpr_status_make(code, "%s(%s): %s", ctx->op_name ? ctx->op_name : "?",
-                         args, reason);
+  return tpr_status_make(code, "%s", msg);
+}
+
+void lw_check(const lw_ctx_t* ctx, tpr_value_t ok, const char* fmt, ...) {
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  describe(ctx, msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  tpr_graph_add_check(ctx->graph, ok, "%s", msg);
 }
 
 tpr_status_t lw_done(const lw_ctx_t* ctx) {

@@ -84,6 +84,11 @@ LW_DECLARE_TABLE(optim);  // fused optimizer steps (rules_optim.c)
 // A status naming the op, its argument types and the reason.
 tpr_status_t lw_fail(const lw_ctx_t* ctx, tpr_status_code_t code,
                      const char* fmt, ...) TPR_PRINTF_LIKE(3, 4);
+// A run-time check (tpr_graph_add_check): |ok|, a bool scalar, must hold
+// when the graph runs; the message names the op, its argument types and
+// the reason.
+void lw_check(const lw_ctx_t* ctx, tpr_value_t ok, const char* fmt, ...)
+    TPR_PRINTF_LIKE(3, 4);
 // "f32[2,3], s64[] scalar, int 1, None" into buf.
 void lw_format_args(const lw_ctx_t* ctx, char* buf, size_t cap);
 // The graph's first error, or OK.

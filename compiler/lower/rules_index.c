@@ -285,10 +285,13 @@ static tpr_status_t lower_index(lw_ctx_t* ctx) {
 }
 
 // index_put with one boolean mask (x[mask] = v, x[:, mask] += v). Which
-// positions the mask selects is data-dependent, but when v does not run
-// along them (a scalar, or one row for every selected position) the result
-// is where(mask, v, x), or x + where(mask, v, 0) when accumulating: static
-// shapes, no host sync. TPR_VALUE_NONE when the form does not apply.
+// positions the mask selects is data-dependent, but the result's shape is
+// not: when v does not run along them (a scalar, or one row for every
+// selected position) it is where(mask, v, x), or x + where(mask, v, 0) when
+// accumulating. When v has n rows along them, the k-th selected position
+// takes row k (its slot: a prefix count of the mask), and a run-time check
+// says the mask selected n positions. Static shapes, no host sync.
+// TPR_VALUE_NONE when the form does not apply.
 static tpr_value_t masked_put(lw_ctx_t* ctx, tpr_value_t self, bool accumulate) {
   tpr_graph_t* g = G;
   const tpr_arg_t* ind = lw_arg(ctx, 1);
@@ -308,28 +311,49 @@ static tpr_value_t masked_put(lw_ctx_t* ctx, tpr_value_t self, bool accumulate) 
   for (int i = 0; i < mt->rank; i++)
     if (mt->dims[i] != t->dims[p + i]) return TPR_VALUE_NONE;
   // The indexing result is [self dims before p, N selected, dims after the
-  // mask]; values broadcast to it from the right and must be 1 along N.
+  // mask]; values broadcast to it from the right.
   int after = t->rank - p - mt->rank, rank = p + 1 + after;
   const tpr_type_t* vt = lw_arg_type(ctx, 2);
   if (vt->rank > rank) return TPR_VALUE_NONE;
+  int64_t rows = vt->rank > rank - p - 1 ? vt->dims[vt->rank - rank + p] : 1;
+  // The places of self, and (rows > 1) the values, as [before, N, after].
+  tpr_type_t full = tpr_type_scalar(OUT->dtype);
   int64_t map[TPR_MAX_RANK];
-  tpr_type_t kept = tpr_type_scalar(OUT->dtype);
+  for (int i = 0; i < rank; i++)
+    full.dims[full.rank++] = i < p ? t->dims[i] : i == p ? rows : t->dims[i - 1 + mt->rank];
   for (int j = 0; j < vt->rank; j++) {
     int rd = rank - vt->rank + j;
-    if (rd == p) {
-      if (vt->dims[j] != 1) return TPR_VALUE_NONE;  // one value per selection
-      continue;
-    }
-    int sd = rd < p ? rd : rd - 1 + mt->rank;
-    if (vt->dims[j] != 1 && vt->dims[j] != t->dims[sd]) return TPR_VALUE_NONE;
-    map[kept.rank] = sd;
-    kept.dims[kept.rank++] = vt->dims[j];
+    if (vt->dims[j] != 1 && vt->dims[j] != full.dims[rd]) return TPR_VALUE_NONE;
+    map[j] = rd;
   }
-  tpr_value_t v = lw_reshape_to(g, lw_cast(g, lw_value(ctx, 2), OUT->dtype), &kept);
-  v = tpr_broadcast_in_dim(g, v, t->rank, t->dims, map);
+  tpr_value_t v = lw_cast(g, lw_value(ctx, 2), OUT->dtype);
+  v = tpr_broadcast_in_dim(g, v, full.rank, full.dims, map);
+  tpr_value_t m = lw_cast(g, mask, TPR_DTYPE_BOOL);
+  int64_t places = tpr_type_numel(mt);
+  if (rows != 1) {
+    tpr_value_t flat = tpr_reshape(g, m, 1, &places);
+    int64_t all = 0;
+    tpr_value_t count = tpr_reduce(g, lw_cast(g, flat, TPR_DTYPE_S64), TPR_REDUCE_SUM, &all, 1);
+    lw_check(ctx, lw_cmpk(g, TPR_CMP_EQ, count, (double)rows),
+             "shape mismatch: the mask selects a number of places other than the "
+             "%lld rows of values", (long long)rows);
+    if (rows == 0) return self;  // nothing is written
+    // Row k to the k-th selected place: [before, places, after], as self.
+    v = tpr_index_select(g, v, p, lw_true_slots(g, flat, 0));
+    v = tpr_reshape(g, v, t->rank, t->dims);
+  } else {
+    // The one row, [before, after], broadcast along the mask's dims.
+    int64_t sdims[TPR_MAX_RANK];
+    int r = 0;
+    for (int i = 0; i < rank; i++) {
+      if (i == p) continue;
+      sdims[r] = full.dims[i];
+      map[r++] = i < p ? i : i - 1 + mt->rank;
+    }
+    v = tpr_broadcast_in_dim(g, tpr_reshape(g, v, r, sdims), t->rank, t->dims, map);
+  }
   for (int i = 0; i < mt->rank; i++) map[i] = p + i;
-  tpr_value_t m = tpr_broadcast_in_dim(g, lw_cast(g, mask, TPR_DTYPE_BOOL), t->rank,
-                                       t->dims, map);
+  m = tpr_broadcast_in_dim(g, m, t->rank, t->dims, map);
   if (accumulate) return lw_add(g, self, lw_sel(g, m, v, lw_k(g, v, 0)));
   return lw_sel(g, m, v, self);
 }

@@ -323,7 +323,29 @@ static tpr_status_t lower_zero_tensor(lw_ctx_t* ctx) {
 
 #define FIO(n, fn) LW_RULE(n, fn), LW_RULE(n "_", fn), LW_RULE(n ".out", fn)
 
+// _assert_async(self[, assert_msg]) and _functional_assert_async.msg(self,
+// assert_msg, dep_token): a run-time check that the one element of self is
+// nonzero (compiled graphs; PyTorch's CUDA kernel checks on the device too).
+// The functional form returns an empty token.
+static tpr_status_t lower_assert_async(lw_ctx_t* ctx) {
+  const tpr_type_t* t = lw_arg_type(ctx, 0);
+  if (!t || tpr_type_numel(t) != 1)
+    return lw_fail(ctx, TPR_INVALID_ARGUMENT,
+                   "Boolean value of Tensor with %s is ambiguous",
+                   t && tpr_type_numel(t) == 0 ? "no values" : "more than one value");
+  tpr_value_t one = tpr_reshape(G, lw_value(ctx, 0), 0, NULL);
+  const char* msg = lw_str(ctx, 1, NULL);
+  lw_check(ctx, lw_nonzero(G, one), "%s",
+           msg && *msg ? msg : "Expected Tensor with single nonzero value, but got zero");
+  for (int i = 0; i < ctx->num_outs; i++)
+    lw_set(ctx, i, lw_full(G, 0, OUT[i].dtype, &OUT[i]));
+  return lw_done(ctx);
+}
+
 LW_DEFINE_TABLE(misc,
+    LW_RULE("_assert_async", lower_assert_async),
+    LW_RULE("_assert_async.msg", lower_assert_async),
+    LW_RULE("_functional_assert_async.msg", lower_assert_async),
     LW_RULE("hardshrink", lower_hardshrink), LW_RULE("hardshrink.out", lower_hardshrink),
     LW_RULE("softshrink", lower_softshrink), LW_RULE("softshrink.out", lower_softshrink),
     LW_RULE("hardshrink_backward", lower_shrink_backward),

@@ -109,9 +109,10 @@ tpr_status_t tpr_lower(tpr_lower_ctx_t* ctx) {
   if (ctx->num_outs < 0 || (ctx->num_outs > 0 && (!ctx->outs || !ctx->out_types)))
     return TPR_ERR(INVALID_ARGUMENT, "%s: bad out types/values (%d)",
                    ctx->op_name, (int)ctx->num_outs);
-  // Every rule but the foreach ones (whose lists may be empty) reads
-  // out_types[0].
-  if (ctx->num_outs < 1 && strncmp(ctx->op_name, "aten::_foreach_", 15) != 0)
+  // Every rule but the foreach ones (whose lists may be empty) and
+  // _assert_async (no results) reads out_types[0].
+  if (ctx->num_outs < 1 && strncmp(ctx->op_name, "aten::_foreach_", 15) != 0 &&
+      strncmp(ctx->op_name, "aten::_assert_async", 19) != 0)
     return TPR_ERR(INVALID_ARGUMENT, "%s: no out types given", ctx->op_name);
   for (int i = 0; i < ctx->num_outs; i++) ctx->outs[i] = TPR_VALUE_NONE;
   tpr_status_t s = rule->lower(ctx);

@@ -65,7 +65,7 @@ void tpr_graph_reset(tpr_graph_t* graph);
 // way through its rule leaves the graph as it was (fused eager keeps one
 // graph across many ops).
 typedef struct tpr_graph_mark {
-  int32_t nodes, values, operands, ints, params;
+  int32_t nodes, values, operands, ints, params, checks;
   size_t data;
 } tpr_graph_mark_t;
 
@@ -103,6 +103,18 @@ tpr_value_t tpr_graph_result(const tpr_graph_t* graph, int index);
 void tpr_graph_alias(tpr_graph_t* graph, int param_index, int result_index);
 // The parameter aliased to result |result_index|, or -1.
 int tpr_graph_result_alias(const tpr_graph_t* graph, int result_index);
+
+// Run-time checks: conditions only the data can decide (a boolean mask
+// selecting as many places as there are rows to write there;
+// _assert_async). |ok| is a bool scalar; |fmt| says what failed. Programs
+// (tpr/program.h) compute them with the results and fail a run whose check
+// is false; other executors refuse graphs that have any. Not in the hash:
+// whoever runs them makes them results.
+void tpr_graph_add_check(tpr_graph_t* graph, tpr_value_t ok, const char* fmt, ...)
+    TPR_PRINTF_LIKE(3, 4);
+int tpr_graph_num_checks(const tpr_graph_t* graph);
+tpr_value_t tpr_graph_check_value(const tpr_graph_t* graph, int index);
+const char* tpr_graph_check_message(const tpr_graph_t* graph, int index);
 
 //===--- hashing and emission --------------------------------------------===//
 

@@ -170,3 +170,80 @@ TPR_TEST(program_view_rules_give_dense_values) {
   // Each rule's executable stays in the process-wide cache.
   tpr_test_keep_allocations();
 }
+
+// y = 2x with two run-time checks: min(x) > 0, then sum(x) < 100.
+static tpr_status_t build_checked(tpr_program_t** p) {
+  tpr_type_t t = tpr_type_make(TPR_DTYPE_F32, 1, (int64_t[]){4});
+  tpr_value_t x;
+  TPR_RETURN_IF_ERROR(tpr_program_create(&t, 1, p, &x));
+  tpr_graph_t* g = tpr_program_graph(*p);
+  int64_t all = 0;
+  tpr_value_t lo = tpr_reduce(g, x, TPR_REDUCE_MIN, &all, 1);
+  tpr_value_t sum = tpr_reduce(g, x, TPR_REDUCE_SUM, &all, 1);
+  tpr_graph_add_check(g, tpr_compare(g, TPR_CMP_GT, lo, tpr_constant_f64(g, TPR_DTYPE_F32, 0)),
+                      "x must be positive");
+  tpr_graph_add_check(g, tpr_compare(g, TPR_CMP_LT, sum, tpr_constant_f64(g, TPR_DTYPE_F32, 100)),
+                      "sum(x) must stay under %d", 100);
+  tpr_value_t two = tpr_broadcast_to(g, tpr_constant_f64(g, TPR_DTYPE_F32, 2.0), 1, t.dims);
+  return tpr_program_add_output(*p, tpr_binary(g, TPR_BINARY_MUL, x, two), -1);
+}
+
+TPR_TEST(program_runtime_checks_fail_the_run_with_the_first_message) {
+  CHECK_OK(init_eager());
+  tpr_program_t* p = NULL;
+  CHECK_OK(build_checked(&p));
+  CHECK_OK(tpr_program_compile(p, "test_checks", NULL));
+  tpr_program_free(p);
+  tpr_test_keep_allocations();  // the cached executable lives on
+
+  CHECK_OK(build_checked(&p));
+  tpr_graph_t* g = tpr_program_graph(p);
+  CHECK(tpr_graph_num_checks(g) == 2);
+  CHECK_STR_CONTAINS(tpr_graph_check_message(g, 1), "under 100");
+  CHECK(tpr_program_num_outputs(p) == 1);  // the checks' result is not one
+  CHECK_OK(tpr_program_compile(p, "test_checks", NULL));
+
+  tpr_storage_t *xs, *ys;
+  CHECK_OK(tpr_storage_create(0, 16, &xs));
+  CHECK_OK(tpr_storage_create(0, 16, &ys));
+  tpr_tensor_ref_t xr = {xs, TPR_DTYPE_F32, 1, {4}, {1}, 0}, yr = xr;
+  yr.storage = ys;
+  const float cases[3][4] = {{1, 2, 3, 4}, {1, -2, 300, 4}, {1, 2, 300, 4}};
+  const char* want[3] = {NULL, "x must be positive", "sum(x) must stay under 100"};
+  for (int c = 0; c < 3; c++) {
+    CHECK_OK(tpr_tensor_write_host(&xr, cases[c], sizeof cases[c]));
+    tpr_status_t s = tpr_program_run(p, 0, &xs, &ys);
+    if (!want[c]) {
+      CHECK_OK(s);
+      float got[4];
+      CHECK_OK(tpr_tensor_read_host(&yr, got, sizeof got));
+      for (int i = 0; i < 4; i++) CHECK(got[i] == 2 * cases[c][i]);
+      continue;
+    }
+    CHECK(tpr_status_code(s) == TPR_FAILED_PRECONDITION);
+    CHECK_STR_CONTAINS(tpr_status_message(s), want[c]);
+    tpr_status_free(s);
+  }
+  CHECK_OK(tpr_eager_synchronize(0));
+  tpr_storage_release(xs);
+  tpr_storage_release(ys);
+  tpr_program_free(p);
+}
+
+// Rolling a graph back drops the checks added since the mark.
+TPR_TEST(graph_rollback_drops_checks) {
+  tpr_graph_t* g = NULL;
+  CHECK_OK(tpr_graph_create(&g));
+  tpr_value_t b = tpr_constant_i64(g, TPR_DTYPE_BOOL, 1);
+  tpr_graph_add_check(g, b, "kept");
+  tpr_graph_mark_t m = tpr_graph_get_mark(g);
+  tpr_graph_add_check(g, b, "dropped");
+  tpr_graph_add_check(g, tpr_constant_f64(g, TPR_DTYPE_F32, 1), "not bool");
+  CHECK(!tpr_graph_ok(g));
+  tpr_graph_rollback(g, &m);
+  CHECK(tpr_graph_ok(g) && tpr_graph_num_checks(g) == 1);
+  CHECK_STR_CONTAINS(tpr_graph_check_message(g, 0), "kept");
+  tpr_graph_reset(g);
+  CHECK(tpr_graph_num_checks(g) == 0);
+  tpr_graph_free(g);
+}

@@ -552,13 +552,60 @@ def test_boolean_mask_put_compiles_without_a_sync(fn, sx, sm, v):
     torch.testing.assert_close(got.cpu(), ref, rtol=0, atol=0)
 
 
-def test_boolean_mask_put_of_one_value_per_selection_is_refused():
-    """Values that run along the selection (one per True) have the selection's
-    data-dependent length: a clear error names the op."""
-    x, m = torch.randn(4, 3, device="tpu"), torch.tensor([True, False, True, False], device="tpu")
-    v = torch.randn(2, 3, device="tpu")
-    with pytest.raises(Exception, match="index_put.*data-dependent"):
-        torch.compile(_put, backend="tpu")(x, m, v)
+def _put_rows(x, m, v):
+    x = x * 1
+    x[m] = v
+    return x * 2
+
+
+def _put_rows_add(x, m, v):
+    return x.index_put((m,), v, accumulate=True)
+
+
+@pytest.mark.parametrize("fn,sx,sm", [
+    (_put_rows, (2, 5, 4), (2, 5)),           # Kosmos2: image features into token places
+    (_put_rows, (6, 3), (6,)),
+    (_put_rows_add, (3, 7, 2), (3, 7)),
+], ids=["rows", "rank1-mask", "accumulate"])
+def test_boolean_mask_put_of_one_row_per_selection(fn, sx, sm):
+    """x[mask] = rows with one row for each True place (Kosmos2, Qwen3-VL-MoE,
+    Qwen3-Omni): the k-th True place takes row k, with no host sync to
+    build the graph; a run-time check that the count matches runs with it."""
+    torch.manual_seed(0)
+    x, m = torch.randn(sx), torch.rand(sm) > 0.5
+    v = torch.randn(int(m.sum()), *sx[len(sm):])
+    want = fn(x.clone(), m, v)
+    got = torch.compile(fn, backend="tpu")(x.to("tpu"), m.to("tpu"), v.to("tpu"))
+    torch.testing.assert_close(got.cpu(), want, rtol=0, atol=0)
+
+
+def test_boolean_mask_put_with_the_wrong_row_count_raises():
+    """As in eager, a mask selecting other than len(rows) places is a
+    RuntimeError naming the op and the row count, raised by the call that
+    ran it; the same graph then runs right counts."""
+    cf = torch.compile(_put_rows, backend="tpu")
+    x = torch.randn(4, 3)
+    m = torch.tensor([True, False, True, False])
+    with pytest.raises(RuntimeError, match=r"index_put.*shape mismatch.*other than the 2 rows"):
+        cf(x.to("tpu"), torch.tensor([True, True, True, False], device="tpu"),
+           torch.randn(2, 3, device="tpu"))
+    v = torch.randn(2, 3)
+    torch.testing.assert_close(cf(x.to("tpu"), m.to("tpu"), v.to("tpu")).cpu(),
+                               _put_rows(x, m, v), rtol=0, atol=0)
+
+
+def _checked(x):
+    torch._assert_async((x > 0).all(), "x must be positive")
+    return x * 2
+
+
+def test_assert_async_checks_when_the_graph_runs():
+    """torch._assert_async (OpenAIPrivacyFilter) is a run-time check in the
+    compiled graph: passing values run, failing ones raise its message."""
+    cf = torch.compile(_checked, backend="tpu")
+    torch.testing.assert_close(cf(torch.ones(3, device="tpu")).cpu(), torch.full((3,), 2.0))
+    with pytest.raises(RuntimeError, match="_assert_async.*x must be positive"):
+        cf(torch.tensor([1.0, -1.0, 2.0], device="tpu"))
 
 
 def _write_strided(x, y):
