@@ -293,6 +293,44 @@ static tpr_status_t lower_view_as_complex(lw_ctx_t* ctx) {
                                 lw_reshape_to(G, slice_dim(ctx, x, last, 1, 1, 1), OUT)));
 }
 
+// repeat(self, repeats): self tiled repeats[i] times along each dim, with
+// leading dims of 1 when repeats is longer. Each repeated dim is a
+// broadcast into [.., r, d, ..] and a merge; contiguous, as the kernel's
+// result (PyTorch's decomposition gives other strides).
+static tpr_status_t lower_repeat(lw_ctx_t* ctx) {
+  TPR_RETURN_IF_ERROR(need_self(ctx));
+  const tpr_type_t* t = lw_arg_type(ctx, 0);
+  const tpr_arg_t* a = lw_arg(ctx, 1);
+  if (a->kind != TPR_ARG_INT_LIST || a->count < t->rank)
+    return lw_fail(ctx, TPR_INVALID_ARGUMENT,
+                   "repeats must list at least as many dims as self has");
+  int rank = a->count;
+  if (rank >= TPR_MAX_RANK)
+    return lw_fail(ctx, TPR_UNIMPLEMENTED, "rank above %d", TPR_MAX_RANK - 1);
+  tpr_type_t cur = tpr_type_scalar(t->dtype);
+  cur.rank = rank;
+  for (int i = 0; i < rank; i++) {
+    if (a->ints[i] < 0)
+      return lw_fail(ctx, TPR_INVALID_ARGUMENT, "negative repeat %lld", (long long)a->ints[i]);
+    cur.dims[i] = i < rank - t->rank ? 1 : t->dims[i - (rank - t->rank)];
+  }
+  tpr_value_t x = lw_reshape_to(G, lw_value(ctx, 0), &cur);
+  for (int d = 0; d < rank; d++) {
+    int64_t r = a->ints[d];
+    if (r == 1) continue;
+    int64_t wide[TPR_MAX_RANK], map[TPR_MAX_RANK];
+    for (int i = 0; i < rank; i++) {
+      wide[i + (i >= d)] = cur.dims[i];
+      map[i] = i + (i >= d);
+    }
+    wide[d] = r;
+    x = tpr_broadcast_in_dim(G, x, rank + 1, wide, map);
+    cur.dims[d] *= r;
+    x = lw_reshape_to(G, x, &cur);
+  }
+  return lw_ret(ctx, x);
+}
+
 // _neg_view(self): the negated view, as a value.
 static tpr_status_t lower_neg_view(lw_ctx_t* ctx) {
   TPR_RETURN_IF_ERROR(need_self(ctx));
@@ -327,6 +365,7 @@ LW_DEFINE_TABLE(
     LW_RULE("view_as_real", lower_view_as_real),
     LW_RULE("view_as_complex", lower_view_as_complex),
     LW_RULE("_neg_view", lower_neg_view),
+    LW_RULE("repeat", lower_repeat),
     // A value already holds what a conjugate or negative view shows.
     LW_RULE("resolve_conj", lw_rule_identity),
     LW_RULE("resolve_neg", lw_rule_identity),

@@ -811,3 +811,24 @@ def test_complex_views_forward_and_gradients():
     for a, b in zip(got, want):
         torch.testing.assert_close(a.detach().cpu(), b.detach(), **F32)
     torch.testing.assert_close(tx.grad.cpu(), cx.grad, **F32)
+
+
+def _repeat_then_view(x):
+    """WavLM's gated relative position bias: repeat, then a view that needs
+    the kernel's contiguous result."""
+    return x.permute(0, 2, 1).repeat(1, 2, 3).view(-1, 6) * 1
+
+
+@pytest.mark.parametrize("shape,reps", [((2, 3), (2, 1)), ((4,), (3, 2, 2)),
+                                        ((2, 1, 3), (1, 4, 2)), ((2, 3), (0, 2)), ((), (3,))])
+def test_repeat_eager_and_compiled(shape, reps):
+    x = torch.randn(shape)
+    got = torch.compile(lambda t: t.repeat(*reps) + 0, backend="tpu")(x.to("tpu"))
+    assert torch.equal(got.cpu(), x.repeat(*reps))
+    torch._dynamo.reset()
+
+
+def test_repeat_result_is_contiguous_for_later_views():
+    x = torch.randn(2, 4, 3)
+    got = torch.compile(_repeat_then_view, backend="tpu")(x.to("tpu"))
+    assert torch.equal(got.cpu(), _repeat_then_view(x))
