@@ -83,3 +83,20 @@ def test_isolation_survives_crash_and_hang(tmp_path):
         assert all(by[i]["ok"] for i in (0, 2, 4))
         assert os.path.exists(result)
     assert starts == [(0, 2), (2, 4), (4, 5)]  # a fresh worker per chunk, resuming after losses
+
+
+def test_compiled_reference_is_the_cpu_under_dynamo_only_when_that_agrees():
+    """A model that computes otherwise when compiled is compared with the CPU
+    under torch.compile(backend="eager"); a wrong result still fails."""
+    import torch
+    from torch_tpu.zoo.harness import _matches_cpu_under_dynamo
+
+    class Branchy(torch.nn.Module):
+        def forward(self, x):
+            return x * 2 if torch.compiler.is_compiling() else x * 3
+
+    x = torch.randn(4)
+    got = torch.compile(Branchy(), backend="tpu")(x.to("tpu")).cpu()
+    assert torch.equal(got, x * 2)
+    assert _matches_cpu_under_dynamo(Branchy(), {"x": x}, got)
+    assert not _matches_cpu_under_dynamo(Branchy(), {"x": x}, got + 1)

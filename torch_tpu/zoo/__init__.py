@@ -19,7 +19,11 @@ pass of their loss and compare every parameter's gradient. Statuses:
   record then carries a ``note``). A model that samples inside forward (a
   second CPU run under another seed differs: MAE masking, vocoder noise) is
   compared on shapes and dtypes only and marked ``random``; the seed is reset
-  before each forward, so draws from the CPU generator do repeat;
+  before each forward, so draws from the CPU generator do repeat. Under
+  ``--compile``, a model that computes otherwise when compiled (it branches
+  on ``is_torchdynamo_compiling()``; the CPU under
+  ``torch.compile(backend="eager")`` differs from CPU eager too) is compared
+  with that CPU result and marked ``dynamo_reference``;
 * ``mismatch``: some output differs (value, shape or dtype);
 * ``crash``: forward raised on ``tpu`` (the message is kept), or the worker
   died or hung on it;
