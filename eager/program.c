@@ -23,6 +23,7 @@ struct tpr_program {
   // 1 + the index of the first false check.
   char** check_messages;
   int num_checks;
+  bool sealed;            // results added (a failed compile may be retried)
   tpr_executable_t* exe;  // retained; NULL until compiled
 };
 
@@ -82,7 +83,7 @@ const tpr_type_t* tpr_program_output_type(const tpr_program_t* p, int index) {
 
 tpr_status_t tpr_program_add_output(tpr_program_t* p, tpr_value_t v,
                                     int mutates) {
-  if (p->exe) return TPR_ERR(FAILED_PRECONDITION, "the program is already compiled");
+  if (p->sealed) return TPR_ERR(FAILED_PRECONDITION, "the program is already compiled");
   TPR_RETURN_IF_ERROR(tpr_graph_status(p->graph));
   const tpr_type_t* t = tpr_value_type(p->graph, v);
   if (t->dtype == TPR_DTYPE_INVALID)
@@ -132,14 +133,10 @@ static tpr_status_t take_checks(tpr_program_t* p) {
   return tpr_graph_status(g);
 }
 
-tpr_status_t tpr_program_compile(tpr_program_t* p, const char* name,
-                                 bool* out_compiled) {
-  if (out_compiled) *out_compiled = false;
-  if (p->exe) return tpr_ok_status();
-  if (!tpr_eager_client())
-    return TPR_ERR(FAILED_PRECONDITION, "the tpu runtime is not initialized");
-  // Results are flat like the storages that receive them; a mutated input's
-  // result may reuse its parameter's buffer (donation).
+// Adds the outputs as results (flat like the storages that receive them; a
+// mutated input's result may reuse its parameter's buffer: donation), then
+// the checks' result. Once: a failed compile may be retried.
+static tpr_status_t seal(tpr_program_t* p) {
   bool* aliased = tpr_calloc((size_t)p->num_inputs + 1, sizeof *aliased);
   if (!aliased) return TPR_ERR(RESOURCE_EXHAUSTED, "out of host memory");
   for (int i = 0; i < p->num_outputs; i++) {
@@ -153,7 +150,17 @@ tpr_status_t tpr_program_compile(tpr_program_t* p, const char* name,
     }
   }
   tpr_free(aliased);
-  TPR_RETURN_IF_ERROR(take_checks(p));
+  p->sealed = true;
+  return take_checks(p);
+}
+
+tpr_status_t tpr_program_compile(tpr_program_t* p, const char* name,
+                                 bool* out_compiled) {
+  if (out_compiled) *out_compiled = false;
+  if (p->exe) return tpr_ok_status();
+  if (!tpr_eager_client())
+    return TPR_ERR(FAILED_PRECONDITION, "the tpu runtime is not initialized");
+  if (!p->sealed) TPR_RETURN_IF_ERROR(seal(p));
   TPR_RETURN_IF_ERROR(tpr_graph_status(p->graph));
   tpr_eager_lock();
   tpr_runtime_stats_t before, after;
