@@ -100,3 +100,19 @@ def test_compiled_reference_is_the_cpu_under_dynamo_only_when_that_agrees():
     assert torch.equal(got, x * 2)
     assert _matches_cpu_under_dynamo(Branchy(), {"x": x}, got)
     assert not _matches_cpu_under_dynamo(Branchy(), {"x": x}, got + 1)
+
+
+def test_compiled_crash_the_cpu_shares_under_dynamo_is_not_ours():
+    """A model that fails under Dynamo on the CPU too (Dynamo cannot trace
+    it) is reported with that error; one that runs there gives None."""
+    import torch
+    from torch_tpu.zoo.harness import _cpu_under_dynamo_error
+
+    class Untraceable(torch.nn.Module):
+        def forward(self, x):
+            if torch.compiler.is_compiling():
+                raise ValueError("cannot trace this")
+            return x
+
+    assert "cannot trace this" in _cpu_under_dynamo_error(Untraceable(), {"x": torch.ones(2)})
+    assert _cpu_under_dynamo_error(torch.nn.Identity(), {"input": torch.ones(2)}) is None
