@@ -1,7 +1,11 @@
 // Clients, their addressable devices, and memory figures.
 #define _XOPEN_SOURCE 700  // POSIX.1-2008: realpath, mkdtemp, clock_gettime
+#include <ctype.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #ifdef __GLIBC__
 #include <malloc.h>
@@ -100,6 +104,51 @@ void tpr_client_empty_cache(tpr_client_t* client) {
 #endif
 }
 
+static bool contains(const char* hay, size_t n, const char* needle, size_t m) {
+  for (const char* p = hay; m && (size_t)(hay + n - p) >= m;) {
+    p = memchr(p, needle[0], (size_t)(hay + n - p) - m + 1);
+    if (!p) return false;
+    if (memcmp(p, needle, m) == 0) return true;
+    p++;
+  }
+  return false;
+}
+
+// XLA reads XLA_FLAGS when a client is made and aborts the process on a
+// flag it does not know. Flag names are string constants in the plugin's
+// binary: a name that appears nowhere in it is refused here with a status
+// instead. (A name that appears is left to XLA.)
+static tpr_status_t check_xla_flags(const char* plugin_path) {
+  const char* flags = getenv("XLA_FLAGS");
+  if (!flags || !*flags) return tpr_ok_status();
+  int fd = open(plugin_path, O_RDONLY);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) != 0 || st.st_size <= 0) {
+    if (fd >= 0) close(fd);
+    return tpr_ok_status();  // loading it worked; XLA will judge the flags
+  }
+  size_t size = (size_t)st.st_size;
+  void* map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  close(fd);
+  if (map == MAP_FAILED) return tpr_ok_status();
+  tpr_status_t s = tpr_ok_status();
+  for (const char* p = flags; *p && tpr_status_is_ok(s);) {
+    while (*p && isspace((unsigned char)*p)) p++;
+    const char* token = p;
+    while (*p && !isspace((unsigned char)*p)) p++;
+    const char* name = token;
+    while (name < p && *name == '-') name++;
+    size_t n = 0;
+    while (name + n < p && name[n] != '=') n++;
+    if (n > 0 && !contains(map, size, name, n))
+      s = TPR_ERR(INVALID_ARGUMENT,
+                  "XLA_FLAGS names '%.*s', which the PJRT plugin '%s' does not know "
+                  "(XLA would abort the process on it)", (int)(p - token), token, plugin_path);
+  }
+  munmap(map, size);
+  return s;
+}
+
 tpr_status_t tpr_client_create(tpr_plugin_t* plugin,
                                const tpr_client_options_t* options,
                                tpr_client_t** out_client) {
@@ -131,6 +180,7 @@ tpr_status_t tpr_client_create(tpr_plugin_t* plugin,
     num_named = 1;
   }
 
+  TPR_RETURN_IF_ERROR(check_xla_flags(plugin->path));
   tpr_client_t* c = (tpr_client_t*)tpr_calloc(1, sizeof *c);
   if (!c) return TPR_ERR(RESOURCE_EXHAUSTED, "out of memory");
   c->plugin = plugin;

@@ -167,6 +167,20 @@ def test_missing_cpu_plugin_names_the_package():
     assert "pip install" in r.stdout
 
 
+def test_unknown_xla_flag_is_an_error_not_an_abort():
+    """XLA aborts the process on a flag in XLA_FLAGS it does not know; one
+    that the plugin does not name is refused first, with the flag named."""
+    code = (
+        "import torch, torch_tpu\n"
+        "try:\n"
+        "    torch.ones(2, device='tpu')\n"
+        "except RuntimeError as e:\n"
+        "    print('ERR', e)\n")
+    r = run_python(code, env={"XLA_FLAGS": "--xla_cpu_enable_fast_math=false --xla_no_such_flag=3"})
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "ERR" in r.stdout and "'--xla_no_such_flag=3'" in r.stdout, r.stdout
+
+
 def test_several_devices_on_the_cpu_plugin():
     code = (
         "import torch\n"
