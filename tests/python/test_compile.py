@@ -579,6 +579,17 @@ def test_boolean_mask_put_of_one_row_per_selection(fn, sx, sm):
     torch.testing.assert_close(got.cpu(), want, rtol=0, atol=0)
 
 
+def test_boolean_mask_put_of_rows_after_a_full_slice():
+    """x[:, mask] = v with v [3, n, 5] (and forms broadcast to it)."""
+    torch.manual_seed(0)
+    x, m = torch.randn(3, 6, 5), torch.rand(6) > 0.5
+    n = int(m.sum())
+    for v in (torch.randn(3, n, 5), torch.randn(n, 5), torch.randn(1, n, 1)):
+        torch._dynamo.reset()
+        got = torch.compile(_put_cols, backend="tpu")(x.to("tpu"), m.to("tpu"), v.to("tpu"))
+        torch.testing.assert_close(got.cpu(), _put_cols(x.clone(), m, v), rtol=0, atol=0)
+
+
 def test_boolean_mask_put_with_the_wrong_row_count_raises():
     """As in eager, a mask selecting other than len(rows) places is a
     RuntimeError naming the op and the row count, raised by the call that
