@@ -281,6 +281,10 @@ def _static_layout(x, *more):
         isinstance(i, int) for i in (x.storage_offset(), *x.shape, *x.stride(), *more))
 
 
+def _unit_dims_dropped(size, stride):
+    return [(int(a), int(b)) for a, b in zip(size, stride) if a != 1]
+
+
 def _as_strided_over_storage(gm):
     """as_strided indexes its input's storage, and a graph value has none of
     its own: the rules read a value densely in row-major order, which is its
@@ -331,6 +335,16 @@ def _as_strided_over_storage(gm):
                                               (node, list(x.shape), list(x.stride()), 0))
             back.meta["val"] = torch.empty(list(x.shape), dtype=x.dtype, device="meta")
             node.replace_all_uses_with(back, delete_user_cb=lambda u: u is not back)
+            continue
+        if offset == x.storage_offset() and _unit_dims_dropped(size, stride) == \
+                _unit_dims_dropped(x.shape, x.stride()):
+            # The window is the input itself, with dims of one added or
+            # removed (UnivNet's unsqueeze of a padded view): a reshape.
+            with gm.graph.inserting_before(node):
+                view = gm.graph.call_function(aten.view.default, (x_node, list(size)))
+            view.meta.update(node.meta)
+            node.replace_all_uses_with(view)
+            gm.graph.erase_node(node)
             continue
         base, n = x.storage_offset(), x.numel()
         last = offset + sum((a - 1) * b for a, b in zip(size, stride))

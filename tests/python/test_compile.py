@@ -843,3 +843,16 @@ def test_repeat_result_is_contiguous_for_later_views():
     x = torch.randn(2, 4, 3)
     got = torch.compile(_repeat_then_view, backend="tpu")(x.to("tpu"))
     assert torch.equal(got.cpu(), _repeat_then_view(x))
+
+
+def _window_is_the_input(x):
+    y = torch.nn.functional.pad(x * 1, (0, 2))[..., :8]     # a view with gaps
+    return y.as_strided((2, 3, 8, 1), (30, 10, 1, 1)) * 2
+
+
+def test_as_strided_of_a_view_with_gaps_that_is_the_view_itself():
+    """An as_strided window that is its input with a dim of one added
+    (UnivNet) is a reshape, even when the input has gaps in its storage."""
+    x = torch.randn(2, 3, 8)
+    got = torch.compile(_window_is_the_input, backend="tpu")(x.to("tpu"))
+    assert torch.equal(got.cpu(), _window_is_the_input(x))
