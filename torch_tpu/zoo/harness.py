@@ -148,8 +148,10 @@ def run_arch(name, task, model_type, verbose=False, compiled=False):
     except Exception as e:  # noqa: BLE001
         rec.update(status="crash", reason=_short(e))
         cpu_error = _cpu_under_dynamo_error(model, inputs) if compiled else None
-        if cpu_error:
-            # not counted, as any model the CPU cannot run
+        # Not counted, as any model the CPU cannot run, when the CPU under
+        # Dynamo fails with the same kind of error (a failure of the tpu
+        # backend itself, BackendCompilerFailed, never is).
+        if cpu_error and cpu_error.split(":")[0] == rec["reason"].split(":")[0]:
             rec.update(status="skip", reason="cpu under torch.compile(backend='eager'): " +
                        cpu_error)
             return rec
