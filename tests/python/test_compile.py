@@ -619,6 +619,14 @@ def test_assert_async_checks_when_the_graph_runs():
         cf(torch.tensor([1.0, -1.0, 2.0], device="tpu"))
 
 
+def test_assert_async_in_eager_still_checks():
+    """The check rule serves compiled graphs only: eager (and aot_eager's
+    graphs, which run eagerly) read the value as before."""
+    torch._assert_async(torch.tensor(True, device="tpu"), "fine")
+    with pytest.raises(RuntimeError, match="x must hold"):
+        torch._assert_async(torch.tensor(False, device="tpu"), "x must hold")
+
+
 def _write_strided(x, y):
     x = x.clone()
     x[:, 1:7:2] = y            # slice_scatter with a step
