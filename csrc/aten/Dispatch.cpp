@@ -116,11 +116,7 @@ const OpInfo& op_info(const c10::OperatorHandle& op) {
   if (!same) {
     info = OpInfo();
     info.name = ov.empty() ? base : base + "." + ov;
-    // _assert_async's rule is a run-time check, which only compiled graphs
-    // run; eager reads the value on the CPU (a counted fallback).
-    info.has_rule = tpr_rule_find(info.name.c_str()) != nullptr &&
-                    info.name.rfind("aten::_assert_async", 0) != 0 &&
-                    info.name.rfind("aten::_functional_assert_async", 0) != 0;
+    info.has_rule = tpr_rule_find(info.name.c_str()) != nullptr;
     info.batch_norm = info.name == "aten::native_batch_norm";
     auto pos = s.argumentIndexWithName("indices");
     info.indices = pos ? static_cast<int>(*pos) : -1;
@@ -709,12 +705,16 @@ void tpu_fallback(const c10::OperatorHandle& op, c10::DispatchKeySet,
       // output, e.g. boolean-mask indexing): only running it can.
       std::string what = e.what();
       // (repeat_interleave.Tensor without output_size says "cannot
-      // repeat_interleave a meta tensor without output_size".)
-      if (what.find("data-dependent") == std::string::npos &&
+      // repeat_interleave a meta tensor without output_size".) A rule that
+      // needs a run-time check (_assert_async) serves compiled graphs only:
+      // eager reads the values on the CPU.
+      bool check = what.find("needs a run-time check") != std::string::npos;
+      if (!check && what.find("data-dependent") == std::string::npos &&
           what.find("data-independent") == std::string::npos &&
           what.find("meta tensor without") == std::string::npos)
         throw;
-      cpu_fallback_counted(op, stack, name, "has a data-dependent output shape");
+      cpu_fallback_counted(op, stack, name,
+                           check ? "needs a run-time check" : "has a data-dependent output shape");
       return;
     }
     cpu_fallback_counted(op, stack, name, "has a tpu rule but no meta kernel");
