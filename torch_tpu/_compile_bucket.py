@@ -652,8 +652,12 @@ def _runner(prog, layout, baked, tensor_pos, pad_to, symbols, bounds):
                     if e is not None and _at(e, values) != o.shape[d]:
                         o = o.narrow(d, 0, _at(e, values))
                 # contiguous, as the graph's own result would be: strides
-                # of the padded layout would fail Dynamo's guards next call
-                res.append(o.contiguous() if kind == "out" else o.contiguous().cpu())
+                # of the padded layout would fail Dynamo's guards next call.
+                # Not a view either: one made here, under AOTAutograd's
+                # no_grad, could never be modified in place with grad on
+                # (the padded buffer is no one else's).
+                o = o.contiguous()
+                res.append(o.detach() if kind == "out" else o.cpu())
             elif kind == "input":  # as given, not padded: outputs are at their sizes
                 res.append(originals[tensor_pos.index(v)])
             elif kind == "sym":

@@ -247,6 +247,24 @@ def test_changing_sizes_run_one_program_per_bucket(tpu):
                                **F32)
 
 
+def test_bucketed_result_can_be_modified_in_place_with_grad(tpu):
+    # A result cut from its padded buffer came back as a view made under
+    # no_grad; accumulating into it with grad on was refused (SwitchTransformers'
+    # MoE loop: zeros_like, a graph break at nonzero(), then index_add_).
+    def start(h):
+        return torch.zeros_like(h) * 2
+
+    fn = torch.compile(start, backend="tpu")
+    for n in (4, 5, 6):
+        h = torch.randn(n, 3, device=tpu, requires_grad=True)
+        out = fn(h)
+        assert not out._is_view()
+        out.index_add_(0, torch.arange(n, device=tpu), h * 3)
+        out.sum().backward()
+        torch.testing.assert_close(h.grad.cpu(), torch.full((n, 3), 3.0))
+    assert stats()["compiled_bucketed"] > 0
+
+
 def test_graph_that_cannot_run_padded_is_specialised_per_size(tpu):
     # sort along the changing dim would read the padding: exact sizes instead
     fn = torch.compile(lambda a: a.sort(0).values * 2, backend="tpu")
