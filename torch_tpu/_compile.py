@@ -285,6 +285,37 @@ def _unit_dims_dropped(size, stride):
     return [(int(a), int(b)) for a, b in zip(size, stride) if a != 1]
 
 
+def _storage_root(x_node):
+    """The first value in the chain of views that ends in |x_node|: as
+    as_strided reads storage, a window of any view in the chain is the same
+    window of the root. An overlapping view (UnivNet's unfold of an unfold)
+    has no flat stand-in of its own, and its root, dense as a rule, does."""
+    from torch.multiprocessing.reductions import StorageWeakRef
+
+    def storage(n):
+        v = n.meta.get("val") if isinstance(n, torch.fx.Node) else None
+        return StorageWeakRef(v.untyped_storage()) if isinstance(v, torch.Tensor) else None
+
+    mine = storage(x_node)
+    while mine is not None and x_node.op == "call_function" and \
+            isinstance(x_node.target, torch._ops.OpOverload) and _is_view_op(x_node.target) \
+            and x_node.args and storage(x_node.args[0]) == mine:
+        x_node = x_node.args[0]
+    return x_node
+
+
+def _is_view_op(op):
+    """Whether |op|'s result is a view of its first argument (an alias it
+    does not write: copy_ into a graph input aliases it too, with new
+    values)."""
+    schema = op._schema
+    if len(schema.returns) != 1 or not schema.arguments:
+        return False
+    out, first = schema.returns[0].alias_info, schema.arguments[0].alias_info
+    return out is not None and not out.is_write and first is not None and \
+        out.before_set == first.before_set
+
+
 def _as_strided_over_storage(gm):
     """as_strided indexes its input's storage, and a graph value has none of
     its own: the rules read a value densely in row-major order, which is its
@@ -315,6 +346,8 @@ def _as_strided_over_storage(gm):
                 aten.as_strided.default, aten.as_strided_scatter.default):
             continue
         scatter = node.target is aten.as_strided_scatter.default
+        if not scatter:
+            node.args = (_storage_root(node.args[0]), *node.args[1:])
         x_node = node.args[0]
         x = x_node.meta.get("val") if isinstance(x_node, torch.fx.Node) else None
         size, stride = node.args[2:4] if scatter else node.args[1:3]

@@ -762,9 +762,42 @@ def test_as_strided_counts_its_input_storage_offset():
 
 def test_as_strided_outside_its_input_is_refused():
     def f(x):
-        return x[:, :4].as_strided((2, 8), (8, 1)) + 1    # reads x's dropped columns
+        return x.as_strided((2, 8), (8, 1)) + 1    # reads the base's dropped columns
+    base = torch.randn(4, 8, device="tpu")
     with pytest.raises(Exception, match="as_strided.*reads memory outside it"):
-        torch.compile(f, backend="tpu")(torch.randn(4, 8, device="tpu"))
+        torch.compile(f, backend="tpu")(base[:, :4])
+
+
+def _window_of_a_slice(x):
+    return (x * 1)[:, :4].as_strided((2, 8), (8, 1)) + 1    # the graph holds the columns
+
+
+def _unfold_of_unfold(h, kernel, hop=4, dilation=3, size=3):
+    """UnivNet's location-variable convolution: windows of overlapping
+    windows, each an as_strided of the one before."""
+    pad = dilation * (size - 1) // 2
+    h = torch.nn.functional.pad(h, (pad, pad)).unfold(2, hop + 2 * pad, hop)
+    h = h.unfold(3, dilation, dilation).transpose(3, 4).unfold(4, size, 1)
+    return torch.einsum("bildsk,biokl->bolsd", h, kernel)
+
+
+def test_as_strided_of_a_view_reads_the_storage_of_the_chain():
+    """A window of a view is a window of the view's root, whose storage the
+    graph holds: columns a slice dropped, and windows of overlapping windows
+    (which have no flat stand-in of their own). Forward and gradients."""
+    x = torch.randn(4, 8)
+    got = torch.compile(_window_of_a_slice, backend="tpu")(x.to("tpu"))
+    torch.testing.assert_close(got.cpu(), _window_of_a_slice(x), rtol=0, atol=0)
+    torch.manual_seed(0)
+    h, k = torch.randn(2, 3, 20, requires_grad=True), torch.randn(2, 3, 4, 3, 5, requires_grad=True)
+    ref = _unfold_of_unfold(h, k)
+    ref.square().sum().backward()
+    th, tk = (t.detach().to("tpu").requires_grad_() for t in (h, k))
+    got = torch.compile(_unfold_of_unfold, backend="tpu")(th, tk)
+    got.square().sum().backward()
+    torch.testing.assert_close(got.cpu(), ref.detach(), **F32)
+    torch.testing.assert_close(th.grad.cpu(), h.grad, **F32)
+    torch.testing.assert_close(tk.grad.cpu(), k.grad, **F32)
 
 
 def _scatter_into_transposed(x, src):
