@@ -685,6 +685,42 @@ def default_backend(gm, example_inputs, **kwargs):
         kwargs.get("mode"), kwargs.get("options"), None)(gm, example_inputs)
 
 
+def _route_named_inductor():
+    """torch.compile(backend="inductor") names Inductor, whose code generator
+    for tpu (Pallas) needs another package's internals and fails at the
+    first kernel: graphs on tpu tensors go to the tpu backend, as they do
+    without a backend argument, so CUDA code naming Inductor runs
+    unchanged. Other graphs stay Inductor's."""
+    cls = torch._TorchCompileInductorWrapper
+    call = cls.__call__
+    if getattr(call, "_tpu_wrapped", False):
+        return
+
+    @functools.wraps(call)
+    def routed(self, model_, inputs_, **kwargs):
+        if _any_tpu(inputs_):
+            if not _routed_inductor_warned:
+                _warn_routed_inductor()
+            return tpu_backend(model_, inputs_)
+        return call(self, model_, inputs_, **kwargs)
+
+    routed._tpu_wrapped = True
+    cls.__call__ = routed
+
+
+_routed_inductor_warned = False
+
+
+def _warn_routed_inductor():
+    global _routed_inductor_warned
+    _routed_inductor_warned = True
+    import warnings
+
+    warnings.warn("torch.compile(backend='inductor'): graphs on tpu tensors are compiled by "
+                  "the tpu backend (XLA); Inductor has no code generator for this device",
+                  stacklevel=2)
+
+
 def _patch_tpu_interface():
     """Dynamo's in-tree TpuInterface assumes Google's package; fill in what it
     leaves to the base class from torch.tpu."""
@@ -778,6 +814,7 @@ def install():
     set_default = getattr(torch.compiler, "set_default_backend", None)
     if set_default is not None and torch.compiler.get_default_backend() == "inductor":
         set_default(default_backend)
+    _route_named_inductor()
     _patch_tpu_interface()
     _patch_optimizer_tracing()
     _gc_pause.register()

@@ -7,6 +7,7 @@ import json
 import os
 import sys
 import textwrap
+import warnings
 
 import pytest
 import torch
@@ -72,6 +73,23 @@ def test_backend_registered_and_default_for_tpu(tpu):
     a, b = torch.randn(4, 8, device=tpu), torch.randn(4, 8, device=tpu)
     torch.testing.assert_close(fn(a, b).cpu(), (a.cpu() * b.cpu()).sum(-1), **F32)
     assert stats()["compiled_graphs"] == before + 1
+
+
+def test_backend_named_inductor_compiles_tpu_graphs_with_the_tpu_backend(tpu):
+    """CUDA code naming Inductor runs unchanged: Inductor's tpu code generator
+    (Pallas) would fail at the first kernel, importing another package."""
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+    x = torch.randn(4, 8)
+    want = model(x)
+    before = stats()["compiled_graphs"]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        torch_tpu._compile._routed_inductor_warned = False
+        fn = torch.compile(model.to(tpu), backend="inductor", mode="max-autotune")
+        got = fn(x.to(tpu))
+    torch.testing.assert_close(got.cpu(), want, **F32)
+    assert stats()["compiled_graphs"] == before + 1
+    assert any("compiled by the tpu backend" in str(w.message) for w in caught)
 
 
 def test_default_backend_leaves_cpu_to_inductor():
