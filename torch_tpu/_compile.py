@@ -250,11 +250,13 @@ def _schema_args(op, node, args=None, kwargs=None):
 
 
 def _flat_vals(val):
-    """Tensors of a node's meta value in rule result order (None skipped)."""
+    """Tensors of a node's meta value in rule result order (None skipped;
+    a list result, as in (Tensor[] self_out, Tensor found_inf_out), in
+    place)."""
     if isinstance(val, torch.Tensor):
         return [val]
     if isinstance(val, (tuple, list)):
-        return [v for v in val if isinstance(v, torch.Tensor)]
+        return [t for v in val for t in _flat_vals(v)]
     return []
 
 
@@ -492,7 +494,13 @@ class _Builder:
             raise TpuCompileError(f"{name}: {e}\n  at {_where(node)}") from e
         if isinstance(val, (tuple, list)):
             it = iter(ids)
-            return [next(it) if isinstance(v, torch.Tensor) else None for v in val]
+
+            def take(v):
+                if isinstance(v, (tuple, list)):
+                    return [take(e) for e in v]
+                return next(it) if isinstance(v, torch.Tensor) else None
+
+            return take(val)
         return ids[0] if ids else None
 
     def _lower_nodes(self):

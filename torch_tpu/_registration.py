@@ -94,6 +94,10 @@ def register():
     torch._register_device_module("tpu", tpu_module)
     torch.utils.generate_methods_for_privateuse1_backend(
         for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True)
+    # The TPU's native lower precision (fp16 has no fast path there, and
+    # bf16 needs no GradScaler). PyTorch keeps this per thread: threads
+    # started later have its fp16 default unless they set it.
+    torch.set_autocast_dtype("tpu", torch.bfloat16)
     from . import _hf, _printing, _tied_params
 
     _tied_params.install()

@@ -147,7 +147,89 @@ static tpr_status_t lower_fused_adamw(lw_ctx_t* ctx) {
   return lower_fused_adam_common(ctx, true);
 }
 
+//===--- GradScaler: unscale and check, update the scale -------------------===//
+
+// A one-element f32 tensor argument (found_inf, inv_scale, the scale) as a
+// rank-0 value; |what| names it in the error.
+static tpr_status_t one_f32(lw_ctx_t* ctx, int i, const char* what, tpr_value_t* out) {
+  const tpr_type_t* t = lw_arg_type(ctx, i);
+  if (!t || t->dtype != TPR_DTYPE_F32 || tpr_type_numel(t) != 1)
+    return lw_fail(ctx, TPR_INVALID_ARGUMENT, "%s must be a one-element float32 tensor",
+                   what);
+  *out = tpr_reshape(G, lw_value(ctx, i), 0, NULL);
+  return TPR_OK;
+}
+
+// _amp_foreach_non_finite_check_and_unscale_(self[], found_inf, inv_scale)
+// (and its functional form): every tensor multiplied by inv_scale in its
+// opmath type; found_inf set to 1 when any element of any tensor is not
+// finite, left as it was otherwise. Outputs: the tensors, then found_inf.
+static tpr_status_t lower_amp_unscale(lw_ctx_t* ctx) {
+  const tpr_arg_t* list = lw_arg(ctx, 0);
+  if (list->kind != TPR_ARG_TENSOR_LIST)
+    return lw_fail(ctx, TPR_INVALID_ARGUMENT, "self must be a tensor list");
+  const int n = (int)list->count;
+  if (ctx->num_outs != n + 1)
+    return lw_fail(ctx, TPR_INTERNAL, "%d outputs for %d tensors", (int)ctx->num_outs, n);
+  tpr_value_t found, inv;
+  TPR_RETURN_IF_ERROR(one_f32(ctx, 1, "found_inf", &found));
+  TPR_RETURN_IF_ERROR(one_f32(ctx, 2, "inv_scale", &inv));
+  tpr_value_t any = tpr_constant_i64(G, TPR_DTYPE_BOOL, 0);
+  for (int i = 0; i < n; i++) {
+    tpr_value_t x = list->values[i];
+    const tpr_type_t* t = lw_type(ctx, x);
+    if (!t || !tpr_dtype_is_float(t->dtype))
+      return lw_fail(ctx, TPR_INVALID_ARGUMENT, "tensor %d must be floating point", i);
+    tpr_value_t xc = lw_cast(G, x, lw_opmath(t->dtype));
+    tpr_value_t bad = tpr_unary(G, TPR_UNARY_NOT, lw_un(G, TPR_UNARY_IS_FINITE, xc));
+    int64_t dims[TPR_MAX_RANK];
+    for (int d = 0; d < t->rank; d++) dims[d] = d;
+    any = tpr_binary(G, TPR_BINARY_OR, any, tpr_reduce(G, bad, TPR_REDUCE_OR, dims, t->rank));
+    tpr_value_t scale = lw_cast(G, inv, lw_opmath(t->dtype));
+    lw_set(ctx, i, lw_cast(G, lw_mul(G, xc, lw_splat(G, scale, xc)), t->dtype));
+  }
+  tpr_value_t f = tpr_select(G, any, tpr_constant_f64(G, TPR_DTYPE_F32, 1.0), found);
+  lw_set(ctx, n, lw_reshape_to(G, f, lw_arg_type(ctx, 1)));
+  return lw_done(ctx);
+}
+
+// _amp_update_scale_(scale, growth_tracker, found_inf, growth_factor,
+// backoff_factor, growth_interval) (and its functional form): after an
+// overflow the scale backs off and the count of good steps restarts; after
+// growth_interval good steps it grows (unless that overflows f32) and the
+// count restarts. Outputs: the scale, the growth tracker.
+static tpr_status_t lower_amp_update_scale(lw_ctx_t* ctx) {
+  if (ctx->num_outs != 2)
+    return lw_fail(ctx, TPR_INTERNAL, "%d outputs, expected 2", (int)ctx->num_outs);
+  tpr_value_t scale, found;
+  TPR_RETURN_IF_ERROR(one_f32(ctx, 0, "the scale", &scale));
+  TPR_RETURN_IF_ERROR(one_f32(ctx, 2, "found_inf", &found));
+  const tpr_type_t* gt = lw_arg_type(ctx, 1);
+  if (!gt || gt->dtype != TPR_DTYPE_S32 || tpr_type_numel(gt) != 1)
+    return lw_fail(ctx, TPR_INVALID_ARGUMENT,
+                   "growth_tracker must be a one-element int32 tensor");
+  const double growth = lw_double(ctx, 3, 2.0), backoff = lw_double(ctx, 4, 0.5);
+  const int64_t interval = lw_int(ctx, 5, 2000);
+  tpr_value_t tracker = tpr_reshape(G, lw_value(ctx, 1), 0, NULL);
+  tpr_value_t overflow = lw_cmpk(G, TPR_CMP_NE, found, 0.0);
+  tpr_value_t good = lw_add(G, tracker, lw_k(G, tracker, 1));
+  tpr_value_t grow = lw_cmpk(G, TPR_CMP_EQ, good, (double)interval);
+  tpr_value_t grown = lw_mul(G, scale, lw_k(G, scale, growth));
+  grown = tpr_select(G, lw_un(G, TPR_UNARY_IS_FINITE, grown), grown, scale);
+  tpr_value_t zero = lw_k(G, tracker, 0);
+  tpr_value_t new_scale = tpr_select(G, overflow, lw_mul(G, scale, lw_k(G, scale, backoff)),
+                                     tpr_select(G, grow, grown, scale));
+  tpr_value_t new_tracker = tpr_select(G, overflow, zero, tpr_select(G, grow, zero, good));
+  lw_set(ctx, 0, lw_reshape_to(G, new_scale, lw_arg_type(ctx, 0)));
+  lw_set(ctx, 1, lw_reshape_to(G, new_tracker, gt));
+  return lw_done(ctx);
+}
+
 LW_DEFINE_TABLE(optim,
+    LW_RULE("_amp_foreach_non_finite_check_and_unscale", lower_amp_unscale),
+    LW_RULE("_amp_foreach_non_finite_check_and_unscale_", lower_amp_unscale),
+    LW_RULE("_amp_update_scale", lower_amp_update_scale),
+    LW_RULE("_amp_update_scale_", lower_amp_update_scale),
     LW_RULE("_fused_adam_", lower_fused_adam),
     LW_RULE("_fused_adam_.tensor_lr", lower_fused_adam),
     LW_RULE("_fused_adamw_", lower_fused_adamw),
