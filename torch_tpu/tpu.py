@@ -5,6 +5,10 @@ from dataclasses import dataclass
 import torch
 
 from . import _C
+from . import amp  # noqa: F401  (torch.tpu.amp)
+
+# What a failed device allocation raises (PJRT's RESOURCE_EXHAUSTED).
+OutOfMemoryError = torch.OutOfMemoryError
 
 __all__ = [
     "is_available", "is_initialized", "init", "device_count", "current_device",
@@ -14,7 +18,8 @@ __all__ = [
     "memory_reserved", "max_memory_reserved", "reset_peak_memory_stats", "memory_stats",
     "empty_cache", "get_device_name", "get_device_properties", "get_amp_supported_dtype",
     "is_bf16_supported", "Stream", "Event", "current_stream", "default_stream",
-    "set_stream", "stream", "fallback_counts",
+    "set_stream", "stream", "fallback_counts", "amp", "OutOfMemoryError", "memory_summary",
+    "reset_max_memory_allocated", "device_of", "is_current_stream_capturing",
 ]
 
 
@@ -90,6 +95,15 @@ class device:
         if self.idx >= 0 and self.prev != self.idx:
             set_device(self.prev)
         return False
+
+
+class device_of(device):
+    """Context manager that makes the device of |obj| (a tensor) current;
+    does nothing for an object that is not a tpu tensor."""
+
+    def __init__(self, obj):
+        on_tpu = isinstance(obj, torch.Tensor) and obj.device.type == "tpu"
+        super().__init__(obj.get_device() if on_tpu else None)
 
 
 def synchronize(device=None):
@@ -173,6 +187,30 @@ def reset_peak_memory_stats(device=None):
     _C._reset_peak_memory_stats(_index(device))
 
 
+def reset_max_memory_allocated(device=None):
+    """The older name of reset_peak_memory_stats."""
+    reset_peak_memory_stats(device)
+
+
+def memory_summary(device=None, abbreviated=False):
+    """A printable table of the device's memory figures."""
+    idx = _index(device)
+    s = memory_stats(idx)
+
+    def size(n):
+        for unit in ("B", "KiB", "MiB", "GiB"):
+            if abs(n) < 1024 or unit == "GiB":
+                return f"{n:.0f} {unit}" if unit == "B" else f"{n:.2f} {unit}"
+            n /= 1024
+
+    rows = [("in use", size(s["bytes_in_use"])), ("peak in use", size(s["peak_bytes_in_use"])),
+            ("limit", size(s["bytes_limit"])), ("live buffers", str(s["num_buffers"]))]
+    width = max(len(k) for k, _ in rows)
+    lines = [f"tpu:{idx} memory ({get_device_name(idx)})"]
+    lines += [f"  {k:<{width}}  {v}" for k, v in rows]
+    return "\n".join(lines)
+
+
 def empty_cache():
     """Buffers are freed when their last tensor dies. On the CPU plugin the
     process heap keeps up to 64 MiB per thread heap of what they occupied,
@@ -237,6 +275,11 @@ def set_stream(stream):
 @contextlib.contextmanager
 def stream(s):
     yield s
+
+
+def is_current_stream_capturing():
+    """No stream capture (CUDA graphs) on this device: always False."""
+    return False
 
 
 # -- diagnostics -----------------------------------------------------------------

@@ -226,3 +226,49 @@ def test_grad_scaler_ops_in_a_compiled_graph(fresh_dynamo):
         assert torch.equal(g.cpu(), w)
     for g, w in zip(got_args[0], want_args[0]):
         assert torch.equal(g.cpu(), w)
+
+
+# -- torch.tpu.amp: the names torch.cuda.amp code uses ---------------------------------
+
+def test_tpu_amp_names_eager_and_compiled(fresh_dynamo):
+    model = torch.nn.Linear(4, 3).to("tpu")
+    x = torch.randn(2, 4, device="tpu")
+    with torch.tpu.amp.autocast():
+        assert model(x).dtype == torch.bfloat16
+    with torch.tpu.amp.autocast(dtype=torch.float16):
+        assert model(x).dtype == torch.float16
+    with torch.tpu.amp.autocast(enabled=False):
+        assert model(x).dtype == torch.float32
+
+    @torch.compile(backend="tpu", fullgraph=True)
+    def forward(x):
+        with torch.tpu.amp.autocast():
+            return model(x)
+
+    got = forward(x)
+    assert got.dtype == torch.bfloat16
+    with torch.tpu.amp.autocast():
+        torch.testing.assert_close(got.cpu(), model(x).cpu(), rtol=0, atol=0)
+    scaler = torch.tpu.amp.GradScaler(init_scale=8.0)
+    assert scaler.get_scale() == 8.0 and scaler.scale(torch.ones((), device="tpu")).item() == 8.0
+
+
+def test_tpu_amp_custom_fwd_casts_inputs():
+    class Double(torch.autograd.Function):
+        @staticmethod
+        @torch.tpu.amp.custom_fwd(cast_inputs=torch.float32)
+        def forward(ctx, x):
+            assert not torch.is_autocast_enabled("tpu")  # cast_inputs runs it outside
+            return x * 2
+
+        @staticmethod
+        @torch.tpu.amp.custom_bwd
+        def backward(ctx, grad):
+            return grad * 2
+
+    x = torch.randn(3, device="tpu", dtype=torch.bfloat16, requires_grad=True)
+    with torch.tpu.amp.autocast():
+        y = Double.apply(x)
+    assert y.dtype == torch.float32
+    y.sum().backward()
+    assert torch.equal(x.grad.cpu(), torch.full((3,), 2.0, dtype=torch.bfloat16))

@@ -102,6 +102,23 @@ def test_properties_and_amp():
     assert torch.tpu.is_bf16_supported()
 
 
+def test_cuda_shaped_helpers():
+    """Names code moved from torch.cuda calls, beside the core ones."""
+    x = torch.ones(256, 1024, device="tpu")  # 1 MiB
+    x.add_(1)
+    torch.tpu.synchronize()
+    summary = torch.tpu.memory_summary()
+    assert "tpu:0" in summary and "peak in use" in summary
+    torch.tpu.reset_max_memory_allocated()
+    assert torch.tpu.max_memory_allocated() == torch.tpu.memory_allocated()
+    with torch.tpu.device_of(x):
+        assert torch.tpu.current_device() == 0
+    with torch.tpu.device_of(torch.ones(1)):  # not a tpu tensor: nothing changes
+        assert torch.tpu.current_device() == 0
+    assert torch.tpu.OutOfMemoryError is torch.OutOfMemoryError
+    assert torch.tpu.is_current_stream_capturing() is False
+
+
 def test_streams_and_events():
     s = torch.tpu.current_stream()
     assert s.device.type == "tpu"
