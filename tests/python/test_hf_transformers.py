@@ -145,7 +145,8 @@ def test_generate_cache_matches_no_cache():
 
 
 @pytest.mark.usefixtures("no_fallback")  # fused AdamW included
-def test_trainer_runs_on_tpu(tmp_path):
+@pytest.mark.parametrize("bf16", [False, True], ids=["fp32", "bf16"])
+def test_trainer_runs_on_tpu(tmp_path, bf16):
     from torch.utils.data import Dataset
 
     class Tokens(Dataset):
@@ -161,9 +162,13 @@ def test_trainer_runs_on_tpu(tmp_path):
         args = transformers.TrainingArguments(
             output_dir=str(tmp_path / ("cpu" if use_cpu else "tpu")), max_steps=3,
             per_device_train_batch_size=2, learning_rate=1e-2, logging_steps=1, report_to=[],
-            save_strategy="no", use_cpu=use_cpu, dataloader_pin_memory=False, seed=0)
+            save_strategy="no", use_cpu=use_cpu, dataloader_pin_memory=False, seed=0,
+            bf16=bf16)
         trainer = transformers.Trainer(model=model, args=args, train_dataset=Tokens())
+        dtypes = set()
+        model.lm_head.register_forward_hook(lambda mod, inp, out: dtypes.add(out.dtype))
         trainer.train()
+        assert dtypes == {torch.bfloat16 if bf16 else torch.float32}  # autocast ran
         losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
         return trainer, losses
 
@@ -172,5 +177,8 @@ def test_trainer_runs_on_tpu(tmp_path):
     assert next(trainer.model.parameters()).device.type == "tpu"
     _, want = train(True)
     assert len(got) == 3
-    # three AdamW steps feed the rounding differences back: 1e-3 relative
-    torch.testing.assert_close(torch.tensor(got), torch.tensor(want), rtol=1e-3, atol=1e-4)
+    # three AdamW steps feed the rounding differences back: 1e-3 relative;
+    # under bf16 autocast (the CPU's and the tpu's cast the model's matrix
+    # products alike) the losses carry bf16's rounding: 2**-7 relative
+    tol = dict(rtol=2 ** -7, atol=1e-3) if bf16 else dict(rtol=1e-3, atol=1e-4)
+    torch.testing.assert_close(torch.tensor(got), torch.tensor(want), **tol)
