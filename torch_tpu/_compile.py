@@ -291,12 +291,15 @@ def _storage_root(x_node):
     """The first value in the chain of views that ends in |x_node|: as
     as_strided reads storage, a window of any view in the chain is the same
     window of the root. An overlapping view (UnivNet's unfold of an unfold)
-    has no flat stand-in of its own, and its root, dense as a rule, does."""
+    has no flat stand-in of its own, and its root, dense as a rule, does.
+    The chain ends at a view of another dtype (view.dtype, view_as_real),
+    whose strides count other elements."""
     from torch.multiprocessing.reductions import StorageWeakRef
 
     def storage(n):
         v = n.meta.get("val") if isinstance(n, torch.fx.Node) else None
-        return StorageWeakRef(v.untyped_storage()) if isinstance(v, torch.Tensor) else None
+        return (StorageWeakRef(v.untyped_storage()), v.dtype) \
+            if isinstance(v, torch.Tensor) else None
 
     mine = storage(x_node)
     while mine is not None and x_node.op == "call_function" and \

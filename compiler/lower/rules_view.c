@@ -280,6 +280,32 @@ static tpr_status_t lower_view_as_real(lw_ctx_t* ctx) {
   return lw_ret(ctx, tpr_concatenate(G, parts, 2, t->rank));
 }
 
+// view.dtype(self, dtype): self's bits as |dtype|. A narrower element
+// multiplies the last dim by the size ratio, a wider one divides it (the
+// value is dense: its last dim is contiguous).
+static tpr_status_t lower_view_dtype(lw_ctx_t* ctx) {
+  TPR_RETURN_IF_ERROR(need_self(ctx));
+  const tpr_type_t* t = lw_arg_type(ctx, 0);
+  const tpr_dtype_t to = OUT->dtype;
+  if (tpr_dtype_is_complex(t->dtype) || tpr_dtype_is_complex(to))
+    return lw_fail(ctx, TPR_UNIMPLEMENTED, "complex dtypes: use view_as_real / view_as_complex");
+  const size_t from_size = tpr_dtype_size(t->dtype), to_size = tpr_dtype_size(to);
+  tpr_value_t x = lw_value(ctx, 0);
+  if (from_size == to_size) return lw_ret(ctx, tpr_bitcast_convert(G, x, to));
+  if (t->rank == 0)
+    return lw_fail(ctx, TPR_INVALID_ARGUMENT, "a 0-d tensor keeps its element size");
+  if (from_size > to_size)  // [..., n] -> [..., n, r] -> [..., n * r]
+    return lw_ret(ctx, lw_reshape_to(G, tpr_bitcast_convert(G, x, to), OUT));
+  tpr_type_t split = *t;  // [..., n] -> [..., n / r, r] -> [..., n / r]
+  const int64_t r = (int64_t)(to_size / from_size);
+  if (split.rank >= TPR_MAX_RANK || split.dims[split.rank - 1] % r != 0)
+    return lw_fail(ctx, TPR_INVALID_ARGUMENT, "the last dim is not a multiple of %d",
+                   (int)r);
+  split.dims[split.rank - 1] /= r;
+  split.dims[split.rank++] = r;
+  return lw_ret(ctx, tpr_bitcast_convert(G, lw_reshape_to(G, x, &split), to));
+}
+
 // view_as_complex(self): f32/f64 [..., 2] -> complex [...].
 static tpr_status_t lower_view_as_complex(lw_ctx_t* ctx) {
   TPR_RETURN_IF_ERROR(need_self(ctx));
@@ -362,6 +388,7 @@ LW_DEFINE_TABLE(
     LW_RULE("as_strided_scatter", lower_as_strided_scatter),
     {"prims::as_strided_scatter", lower_as_strided_scatter},
     LW_RULE("diagonal", lower_diagonal),
+    LW_RULE("view.dtype", lower_view_dtype),
     LW_RULE("view_as_real", lower_view_as_real),
     LW_RULE("view_as_complex", lower_view_as_complex),
     LW_RULE("_neg_view", lower_neg_view),

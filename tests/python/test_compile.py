@@ -818,6 +818,32 @@ def test_as_strided_of_a_view_reads_the_storage_of_the_chain():
     torch.testing.assert_close(tk.grad.cpu(), k.grad, **F32)
 
 
+def _bits(x):
+    y = x * 1
+    return (y.view(torch.int32) + 1, y.view(torch.int16) ^ 3, y.view(torch.uint8).sum(),
+            y[:, :2].contiguous().view(torch.float64) * 2, (y > 0).view(torch.uint8) + 1)
+
+
+def test_view_dtype_reinterprets_bits_in_compiled_graphs():
+    """view(dtype) (bit tricks, packed formats): same-size, narrower (the last
+    dim grows), wider (it shrinks), bool as bytes."""
+    x = torch.randn(3, 4)
+    for got, want in zip(torch.compile(_bits, backend="tpu")(x.to("tpu")), _bits(x)):
+        assert got.dtype == want.dtype
+        torch.testing.assert_close(got.cpu(), want, rtol=0, atol=0)
+
+
+def _window_of_another_dtype(x):
+    y = (x * 1).view(torch.int16)                # the chain's root is float32
+    return y.as_strided((2, 3), (8, 2), 1) + 0   # strides count int16 elements
+
+
+def test_as_strided_does_not_look_through_a_dtype_view():
+    x = torch.randn(3, 4)
+    got = torch.compile(_window_of_another_dtype, backend="tpu")(x.to("tpu"))
+    assert torch.equal(got.cpu(), _window_of_another_dtype(x))
+
+
 def _scatter_into_transposed(x, src):
     y = x.transpose(0, 1) * 1
     z = torch.as_strided_scatter(y, src, (2, 3), (1, 8), 1)
