@@ -676,6 +676,9 @@ def tpu_backend(gm, example_inputs, **kwargs):
     if kwargs.get("options"):
         raise TpuCompileError(f"backend 'tpu' takes no options, got {kwargs['options']}")
     _count("graphs")
+    from . import _flex_attention
+
+    _flex_attention.inline_dense(gm)
     if any(_is_symbolic(x) for x in example_inputs):
         from ._compile_bucket import bucketed_backend, user_bounds
 
@@ -683,14 +686,26 @@ def tpu_backend(gm, example_inputs, **kwargs):
     return _aot_compile(gm, example_inputs)
 
 
-def _any_tpu(example_inputs):
-    return any(isinstance(x, torch.Tensor) and x.device.type == "tpu" for x in example_inputs)
+def _any_tpu(gm, example_inputs):
+    """Whether the graph computes on tpu: a tpu input, or (a graph of
+    factories: create_block_mask, torch.arange(device="tpu")) a tpu value
+    inside it."""
+    def on_tpu(x):
+        return isinstance(x, torch.Tensor) and x.device.type == "tpu"
+
+    if any(on_tpu(x) for x in example_inputs):
+        return True
+    for node in gm.graph.nodes:
+        v = node.meta.get("example_value", node.meta.get("val"))
+        if any(on_tpu(t) for t in (v if isinstance(v, (tuple, list)) else (v,))):
+            return True
+    return False
 
 
 def default_backend(gm, example_inputs, **kwargs):
     """torch.compile's default: graphs on tpu tensors go to the tpu backend,
     everything else to Inductor as before."""
-    if _any_tpu(example_inputs):
+    if _any_tpu(gm, example_inputs):
         return tpu_backend(gm, example_inputs)
     return torch._TorchCompileInductorWrapper(
         kwargs.get("mode"), kwargs.get("options"), None)(gm, example_inputs)
@@ -709,7 +724,7 @@ def _route_named_inductor():
 
     @functools.wraps(call)
     def routed(self, model_, inputs_, **kwargs):
-        if _any_tpu(inputs_):
+        if _any_tpu(model_, inputs_):
             if not _routed_inductor_warned:
                 _warn_routed_inductor()
             return tpu_backend(model_, inputs_)

@@ -19,6 +19,10 @@ CPU; the wrapped property answers ``tpu`` where it would have answered the CPU
 and ``tpu`` is the current accelerator (``ACCELERATE_TORCH_DEVICE`` and
 ``cpu=True`` still win, as before).
 
+Transformers reports FlexAttention unavailable when the host accelerator is
+``tpu``; ``is_torch_flex_attn_available`` is wrapped to answer yes there, as
+flex_attention runs on this device (``torch_tpu/_flex_attention.py``).
+
 safetensors' Rust device parser knows a fixed list of names and rejects
 ``"tpu"``, but takes a bare index, which PyTorch resolves to the current
 accelerator; ``safetensors.safe_open`` is wrapped to pass a ``tpu`` device as
@@ -28,8 +32,6 @@ Nothing on disk is changed; the wrappers are installed by an import hook, or
 at once for modules imported before this package.
 """
 import functools
-import importlib.abc
-import importlib.machinery
 import sys
 
 
@@ -120,30 +122,35 @@ def _patch_safetensors(module):
             user.safe_open = safe_open
 
 
+def _patch_flex_available(module):
+    """Transformers turns FlexAttention off when the host accelerator is
+    tpu (another package's flex_attention refuses tpu tensors); this one's
+    runs there (torch_tpu/_flex_attention.py)."""
+    original = getattr(module, "is_torch_flex_attn_available", None)
+    if original is None or getattr(original, "_torch_tpu_wrapped", False):
+        return
+
+    def is_torch_flex_attn_available():
+        # asked at import: the accelerator's name only, the device stays
+        # uninitialised
+        import torch
+        acc = torch.accelerator.current_accelerator()
+        return original() or (acc is not None and acc.type == "tpu")
+
+    # a constant to torch.compile, as transformers marks its own probes
+    is_torch_flex_attn_available._dynamo_marked_constant = True
+    wrapped = functools.lru_cache(is_torch_flex_attn_available)
+    wrapped._torch_tpu_wrapped = True
+    module.is_torch_flex_attn_available = wrapped
+
+
 _TARGETS = {"accelerate.utils.modeling": _patch_modeling, "accelerate.state": _patch_state,
-            "safetensors": _patch_safetensors}
-
-
-class _Finder(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path, target=None):
-        if name not in _TARGETS:
-            return None
-        spec = importlib.machinery.PathFinder.find_spec(name, path, target)
-        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
-            return spec
-        run = spec.loader.exec_module
-
-        def exec_module(module):
-            run(module)
-            _TARGETS[name](module)
-
-        spec.loader.exec_module = exec_module
-        return spec
+            "safetensors": _patch_safetensors,
+            "transformers.utils.import_utils": _patch_flex_available}
 
 
 def install():
+    from ._import_hooks import after_import
+
     for name, patch in _TARGETS.items():
-        if name in sys.modules:
-            patch(sys.modules[name])
-    if not any(isinstance(f, _Finder) for f in sys.meta_path):
-        sys.meta_path.insert(0, _Finder())
+        after_import(name, patch)

@@ -43,38 +43,16 @@ def _let_autograd_threads_settle():
         time.sleep(0.02)  # releases the GIL; the threads need microseconds
 
 
-class _AfterDynamoImport:
-    """Meta-path hook: runs the compile backend's install() once torch._dynamo
-    has been imported (importing it here would add a second to import torch)."""
+def _install_compile_backend(dynamo):
+    from . import _compile
 
-    def find_spec(self, name, path=None, target=None):
-        if name != "torch._dynamo":
-            return None
-        sys.meta_path.remove(self)
-        import importlib.util
-
-        spec = importlib.util.find_spec(name)
-        if spec is None or spec.loader is None:
-            return spec
-        exec_module = spec.loader.exec_module
-
-        def exec_then_install(module):
-            exec_module(module)
-            from . import _compile
-
-            _compile.install()
-
-        spec.loader.exec_module = exec_then_install
-        return spec
+    _compile.install()
 
 
-def _install_compile_backend():
-    if "torch._dynamo" in sys.modules:
-        from . import _compile
+def _allow_flex_attention(module):
+    from . import _flex_attention
 
-        _compile.install()
-    else:
-        sys.meta_path.insert(0, _AfterDynamoImport())
+    _flex_attention.allow_tpu(module)
 
 
 def register():
@@ -102,7 +80,10 @@ def register():
 
     _tied_params.install()
     _printing.install()
-    _install_compile_backend()
+    from ._import_hooks import after_import
+
+    after_import("torch._dynamo", _install_compile_backend)
+    after_import("torch.nn.attention.flex_attention", _allow_flex_attention)
     _hf.install()
     import atexit
 

@@ -92,6 +92,16 @@ def test_backend_named_inductor_compiles_tpu_graphs_with_the_tpu_backend(tpu):
     assert any("compiled by the tpu backend" in str(w.message) for w in caught)
 
 
+def test_default_backend_takes_graphs_that_make_tpu_values(tpu, fresh_dynamo):
+    """A graph without tpu inputs that makes tpu values (create_block_mask,
+    torch.arange(device="tpu")) is a tpu graph too: Inductor would send it to
+    its Pallas code generator."""
+    before = stats()["compiled_graphs"]
+    got = torch.compile(lambda n: (torch.arange(n, device="tpu") * 2).cumsum(0))(5)
+    assert got.device.type == "tpu" and stats()["compiled_graphs"] == before + 1
+    assert torch.equal(got.cpu(), (torch.arange(5) * 2).cumsum(0))
+
+
 def test_default_backend_leaves_cpu_to_inductor():
     calls = []
 

@@ -1,0 +1,39 @@
+"""Patches applied right after a module is imported (at once if it already
+is): the compile backend waits for torch._dynamo (importing it here would
+add a second to ``import torch``), and the wrappers for libraries that
+hard-code device names wait for those libraries. Nothing on disk changes."""
+import importlib.abc
+import importlib.machinery
+import sys
+
+_pending = {}  # module name -> [patch(module)]
+
+
+class _Finder(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        patches = _pending.get(name)
+        if not patches:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name, path, target)
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        del _pending[name]
+        run = spec.loader.exec_module
+
+        def exec_module(module):
+            run(module)
+            for patch in patches:
+                patch(module)
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+def after_import(name, patch):
+    """Calls patch(module) once the module |name| is imported."""
+    if name in sys.modules:
+        patch(sys.modules[name])
+        return
+    _pending.setdefault(name, []).append(patch)
+    if not any(isinstance(f, _Finder) for f in sys.meta_path):
+        sys.meta_path.insert(0, _Finder())
