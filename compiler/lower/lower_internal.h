@@ -72,6 +72,7 @@ LW_DECLARE_TABLE(view);  // view ops as values, for compiled graphs (rules_view.
 LW_DECLARE_TABLE(more);
 LW_DECLARE_TABLE(hf);  // ops Hugging Face models reach (rules_hf.c)
 LW_DECLARE_TABLE(optim);  // fused optimizer steps (rules_optim.c)
+LW_DECLARE_TABLE(ctc);    // CTC loss and its gradient (rules_ctc.c)
 
 
 #define LW_DEFINE_TABLE(group, ...)                                  \

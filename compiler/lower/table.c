@@ -42,6 +42,7 @@ static const group_t kGroups[] = {
     {lw_rules_more, &lw_rules_more_count},
     {lw_rules_hf, &lw_rules_hf_count},
     {lw_rules_optim, &lw_rules_optim_count},
+    {lw_rules_ctc, &lw_rules_ctc_count},
 };
 
 // Large enough for every group; checked when the table is built.

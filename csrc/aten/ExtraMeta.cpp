@@ -1,5 +1,5 @@
 // Meta kernels PyTorch lacks for CPU/CUDA-only helper ops that tpu lowers
-// natively (see compiler/lower/rules_scan.c, rules_more.c). The boxed fallback needs a
+// natively (see compiler/lower/rules_scan.c, rules_more.c, rules_ctc.c). The boxed fallback needs a
 // meta kernel to learn result types; without one these ops would always run
 // on the CPU. cummax/cummin resize their outputs before calling the helper,
 // so the helper's meta kernel has nothing to do.
@@ -30,6 +30,13 @@ at::Tensor multilabel_margin_loss_backward_meta(const at::Tensor&, const at::Ten
   return at::empty_like(self, at::MemoryFormat::Contiguous);
 }
 
+// CTC's gradient with respect to the log probabilities has their shape.
+at::Tensor ctc_loss_backward_meta(const at::Tensor&, const at::Tensor& log_probs,
+                                  const at::Tensor&, at::IntArrayRef, at::IntArrayRef,
+                                  const at::Tensor&, const at::Tensor&, int64_t, bool) {
+  return at::empty_like(log_probs, at::MemoryFormat::Contiguous);
+}
+
 // The fused optimizer steps write their arguments in place and return
 // nothing; PyTorch's Python meta covers the float-lr overloads only.
 void fused_adam_tensor_lr_meta(at::TensorList, at::TensorList, at::TensorList,
@@ -46,6 +53,7 @@ TORCH_LIBRARY_IMPL(aten, Meta, m) {
   m.impl("_cummax_helper", cummaxmin_helper_meta);
   m.impl("_cummin_helper", cummaxmin_helper_meta);
   m.impl("_logcumsumexp", logcumsumexp_meta);
+  m.impl("_ctc_loss_backward", ctc_loss_backward_meta);
 }
 
 }  // namespace
