@@ -410,3 +410,22 @@ tpr_value_t lw_reduce_keep(tpr_graph_t* g, tpr_value_t v, tpr_reduce_op_t op,
   tpr_value_t r = tpr_reduce(g, v, op, dims, n);
   return lw_unreduce(g, r, &full, dims, n);
 }
+
+tpr_status_t lw_output_mask(const lw_ctx_t* ctx, int i, int n, bool* want) {
+  const tpr_arg_t* m = lw_arg(ctx, i);
+  int count = 0;
+  for (int k = 0; k < n; k++) {
+    want[k] = m->kind != TPR_ARG_BOOL_LIST || k >= m->count || m->bools[k];
+    count += want[k];
+  }
+  if (ctx->num_outs != count)
+    return lw_fail(ctx, TPR_INVALID_ARGUMENT, "%d results for an output_mask of %d",
+                   (int)ctx->num_outs, count);
+  return TPR_OK;
+}
+
+tpr_status_t lw_ret_zeros(lw_ctx_t* ctx) {
+  for (int i = 0; i < ctx->num_outs; i++)
+    lw_set(ctx, i, lw_full(ctx->graph, 0, ctx->out_types[i].dtype, &ctx->out_types[i]));
+  return lw_done(ctx);
+}

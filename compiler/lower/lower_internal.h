@@ -151,6 +151,11 @@ tpr_value_t lw_reshape_to(tpr_graph_t* g, tpr_value_t v, const tpr_type_t* t);
 void lw_set(lw_ctx_t* ctx, int i, tpr_value_t v);
 // lw_set(ctx, 0, v) and lw_done(ctx).
 tpr_status_t lw_ret(lw_ctx_t* ctx, tpr_value_t v);
+// A backward's output_mask (argument i, |n| bools; absent: all true) into
+// want[n], checked against the number of results PyTorch asked for.
+tpr_status_t lw_output_mask(const lw_ctx_t* ctx, int i, int n, bool* want);
+// Every result zero (nothing to compute); returns lw_done(ctx).
+tpr_status_t lw_ret_zeros(lw_ctx_t* ctx);
 // Normalizes a possibly negative dim against rank; -1 if out of range.
 int64_t lw_wrap_dim(int64_t dim, int rank);
 

@@ -256,17 +256,10 @@ static tpr_status_t lower_grid_sampler_2d_backward(lw_ctx_t* ctx) {
   TPR_RETURN_IF_ERROR(gs_setup(ctx, 1, &s));
   if (s.mode == GS_BICUBIC)
     return lw_fail(ctx, TPR_UNIMPLEMENTED, "bicubic backward is not supported");
-  const tpr_arg_t* m = lw_arg(ctx, 6);
-  bool want[2] = {true, true};
-  if (m->kind == TPR_ARG_BOOL_LIST && m->count == 2) want[0] = m->bools[0], want[1] = m->bools[1];
-  if (ctx->num_outs != (int)want[0] + (int)want[1])
-    return lw_fail(ctx, TPR_INVALID_ARGUMENT, "results do not match output_mask");
+  bool want[2];
+  TPR_RETURN_IF_ERROR(lw_output_mask(ctx, 6, 2, want));
+  if (s.empty) return lw_ret_zeros(ctx);
   tpr_graph_t* g = G;
-  if (s.empty) {
-    for (int i = 0; i < ctx->num_outs; i++)
-      lw_set(ctx, i, lw_full(g, 0, ctx->out_types[i].dtype, &ctx->out_types[i]));
-    return lw_done(ctx);
-  }
   tpr_dtype_t ct = tpr_value_type(g, s.x)->dtype;
   int64_t ncl[3] = {s.n, s.c, s.l};
   tpr_value_t go = tpr_reshape(g, lw_cast(g, lw_value(ctx, 0), ct), 3, ncl);

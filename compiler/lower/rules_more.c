@@ -326,6 +326,9 @@ typedef struct {
   int64_t n, c, size[3], l;  // size: W, H, D
   int pad;
   bool align;
+  int mode;             // 0 trilinear, 1 nearest
+  bool empty;           // no element to compute
+  tpr_value_t gxyz[3];  // the grid's x, y, z [N, L]
 } gs3_t;
 
 static tpr_value_t gs3_clip(tpr_graph_t* g, tpr_value_t v, int64_t size) {
@@ -333,18 +336,22 @@ static tpr_value_t gs3_clip(tpr_graph_t* g, tpr_value_t v, int64_t size) {
   return lw_sel(g, lw_isnan(g, v), hi, lw_min(g, lw_max(g, v, lw_k(g, v, 0)), hi));
 }
 
+// The reflected coordinate; with |sign|, whether its derivative is -1 (the
+// side of the first reflection and the count of flips disagree).
 static tpr_value_t gs3_reflect(tpr_graph_t* g, tpr_value_t v, int64_t twice_low,
-                               int64_t twice_high) {
+                               int64_t twice_high, tpr_value_t* sign) {
   if (twice_low == twice_high) return lw_k(g, v, 0);
   tpr_value_t lo = lw_k(g, v, (double)twice_low / 2);
   tpr_value_t span = lw_k(g, v, (double)(twice_high - twice_low) / 2);
-  tpr_value_t a = lw_un(g, TPR_UNARY_ABS, lw_sub(g, v, lo));
+  tpr_value_t in = lw_sub(g, v, lo);
+  tpr_value_t a = lw_un(g, TPR_UNARY_ABS, in);
   tpr_value_t extra = tpr_binary(g, TPR_BINARY_REM, a, span);
   tpr_value_t flips = lw_un(g, TPR_UNARY_FLOOR, lw_div(g, a, span));
   tpr_value_t half = lw_mul(g, flips, lw_k(g, flips, 0.5));
   tpr_value_t odd = tpr_binary(
       g, TPR_BINARY_AND, lw_cmp(g, TPR_CMP_NE, lw_un(g, TPR_UNARY_FLOOR, half), half),
       lw_cmpk(g, TPR_CMP_LT, flips, 2147483648.0));
+  if (sign) *sign = tpr_binary(g, TPR_BINARY_XOR, odd, lw_cmpk(g, TPR_CMP_LT, in, 0));
   return lw_add(g, lw_sel(g, odd, lw_sub(g, span, extra), extra), lo);
 }
 
@@ -360,7 +367,8 @@ static tpr_value_t gs3_source(const gs3_t* s, tpr_value_t v, int k) {
                lw_k(g, v, 2));
   if (s->pad == 1) return gs3_clip(g, v, size);
   if (s->pad == 2) {
-    v = s->align ? gs3_reflect(g, v, 0, 2 * (size - 1)) : gs3_reflect(g, v, -1, 2 * size - 1);
+    v = s->align ? gs3_reflect(g, v, 0, 2 * (size - 1), NULL)
+                 : gs3_reflect(g, v, -1, 2 * size - 1, NULL);
     return gs3_clip(g, v, size);
   }
   return v;
@@ -371,25 +379,38 @@ static tpr_value_t gs3_bcast(tpr_graph_t* g, const gs3_t* s, tpr_value_t v) {
   return tpr_broadcast_in_dim(g, v, 3, dims, bd);
 }
 
-// weight * input at integer-valued corner (ix, iy, iz) [N, L], or 0 outside.
-static tpr_value_t gs3_tap(const gs3_t* s, const tpr_value_t* at, tpr_value_t w) {
+// Whether integer-valued corner (ix, iy, iz) [N, L] lies inside the input;
+// *flat gets its flat index (clamped inside).
+static tpr_value_t gs3_loc(const gs3_t* s, const tpr_value_t* at, tpr_value_t* flat) {
   tpr_graph_t* g = s->ctx->graph;
-  tpr_value_t in = TPR_VALUE_NONE, flat = TPR_VALUE_NONE;
+  tpr_value_t in = TPR_VALUE_NONE;
+  *flat = TPR_VALUE_NONE;
   for (int k = 2; k >= 0; k--) {
     tpr_value_t ok = tpr_binary(g, TPR_BINARY_AND, lw_cmpk(g, TPR_CMP_GE, at[k], 0),
                                 lw_cmpk(g, TPR_CMP_LE, at[k], (double)(s->size[k] - 1)));
     in = k == 2 ? ok : tpr_binary(g, TPR_BINARY_AND, in, ok);
     tpr_value_t i = lw_cast(g, gs3_clip(g, at[k], s->size[k]), TPR_DTYPE_S64);
-    flat = k == 2 ? i : lw_add(g, lw_mul(g, flat, lw_k(g, flat, (double)s->size[k])), i);
+    *flat = k == 2 ? i : lw_add(g, lw_mul(g, *flat, lw_k(g, *flat, (double)s->size[k])), i);
   }
+  return in;
+}
+
+// weight * input at integer-valued corner (ix, iy, iz) [N, L], or 0 outside.
+static tpr_value_t gs3_tap(const gs3_t* s, const tpr_value_t* at, tpr_value_t w) {
+  tpr_graph_t* g = s->ctx->graph;
+  tpr_value_t flat;
+  tpr_value_t in = gs3_loc(s, at, &flat);
   tpr_value_t v = tpr_gather_along(g, s->x, 2, gs3_bcast(g, s, flat));
   if (w != TPR_VALUE_NONE) v = lw_mul(g, v, gs3_bcast(g, s, w));
   return lw_sel(g, gs3_bcast(g, s, in), v, lw_k(g, v, 0));
 }
 
-static tpr_status_t lower_grid_sampler_3d(lw_ctx_t* ctx) {
-  const tpr_type_t *it = lw_arg_type(ctx, 0), *gt = lw_arg_type(ctx, 1);
-  int mode = (int)lw_int(ctx, 2, 0), pad = (int)lw_int(ctx, 3, 0);
+// Checks input (argument |ii|) and grid (|ii| + 1), the modes (|ii| + 2,
+// + 3, + 4) and fills |s|.
+static tpr_status_t gs3_setup(lw_ctx_t* ctx, int ii, gs3_t* s) {
+  const tpr_type_t *it = lw_arg_type(ctx, ii), *gt = lw_arg_type(ctx, ii + 1);
+  int mode = (int)lw_int(ctx, ii + 2, 0);
+  int pad = (int)lw_int(ctx, ii + 3, 0);
   bool shapes = it && gt && it->rank == 5 && gt->rank == 5 &&
                 gt->dims[4] == 3 && gt->dims[0] == it->dims[0];
   if (!shapes || mode < 0 || mode > 1 || pad < 0 || pad > 2)
@@ -399,50 +420,177 @@ static tpr_status_t lower_grid_sampler_3d(lw_ctx_t* ctx) {
   if (!tpr_dtype_is_float(it->dtype) || tpr_dtype_is_complex(it->dtype))
     return lw_fail(ctx, TPR_UNIMPLEMENTED, "needs a floating dtype, got %s",
                    tpr_dtype_name(it->dtype));
-  if (tpr_type_numel(OUT) == 0) return lw_ret(ctx, lw_full(G, 0, OUT->dtype, OUT));
-  gs3_t s = {ctx, 0, it->dims[0], it->dims[1], {it->dims[4], it->dims[3], it->dims[2]},
-             gt->dims[1] * gt->dims[2] * gt->dims[3], pad, lw_bool(ctx, 4, false)};
-  if (s.size[0] < 1 || s.size[1] < 1 || s.size[2] < 1)
+  *s = (gs3_t){ctx, 0, it->dims[0], it->dims[1], {it->dims[4], it->dims[3], it->dims[2]},
+               gt->dims[1] * gt->dims[2] * gt->dims[3], pad, lw_bool(ctx, ii + 4, false),
+               mode, false, {0, 0, 0}};
+  s->empty = s->n * s->c * s->l == 0;
+  if (s->empty) return TPR_OK;
+  if (s->size[0] < 1 || s->size[1] < 1 || s->size[2] < 1)
     return lw_fail(ctx, TPR_INVALID_ARGUMENT, "empty input");
   tpr_graph_t* g = G;
   tpr_dtype_t cd = lw_opmath(it->dtype);
-  s.x = tpr_reshape(g, lw_cast(g, lw_value(ctx, 0), cd), 3,
-                    (int64_t[]){s.n, s.c, s.size[0] * s.size[1] * s.size[2]});
-  tpr_value_t grid = tpr_reshape(g, lw_cast(g, lw_value(ctx, 1), cd), 3,
-                                 (int64_t[]){s.n, s.l, 3});
-  tpr_value_t p[3], p0[3], f1[3], f0[3];
+  s->x = tpr_reshape(g, lw_cast(g, lw_value(ctx, ii), cd), 3,
+                     (int64_t[]){s->n, s->c, s->size[0] * s->size[1] * s->size[2]});
+  tpr_value_t grid = tpr_reshape(g, lw_cast(g, lw_value(ctx, ii + 1), cd), 3,
+                                 (int64_t[]){s->n, s->l, 3});
   for (int k = 0; k < 3; k++) {
-    int64_t st[3] = {0, 0, k}, lim[3] = {s.n, s.l, k + 1}, one[3] = {1, 1, 1};
-    tpr_value_t v = tpr_reshape(g, tpr_slice(g, grid, st, lim, one), 2, (int64_t[]){s.n, s.l});
-    p[k] = gs3_source(&s, v, k);
+    int64_t st[3] = {0, 0, k}, lim[3] = {s->n, s->l, k + 1}, one[3] = {1, 1, 1};
+    s->gxyz[k] = tpr_reshape(g, tpr_slice(g, grid, st, lim, one), 2, (int64_t[]){s->n, s->l});
   }
+  return TPR_OK;
+}
+
+// The trilinear corners of points p[3]: the lower corner and the weights
+// toward it and away from it along each axis.
+typedef struct {
+  tpr_value_t p0[3], f1[3], f0[3];  // floor(p), p - p0, p0 + 1 - p
+} gs3_cell_t;
+
+static void gs3_cell(tpr_graph_t* g, const tpr_value_t* p, gs3_cell_t* cell) {
+  for (int k = 0; k < 3; k++) {
+    cell->p0[k] = lw_un(g, TPR_UNARY_FLOOR, p[k]);
+    cell->f1[k] = lw_sub(g, p[k], cell->p0[k]);
+    cell->f0[k] = lw_sub(g, lw_add(g, cell->p0[k], lw_k(g, cell->p0[k], 1)), p[k]);
+  }
+}
+
+// Corner |c| of the cell (bit k steps axis k: x, y, z; the CPU's order tnw,
+// tne, tsw, tse, bnw, bne, bsw, bse): its position at[3] and per-axis
+// weights wk[3]; returns their product, the corner's weight.
+static tpr_value_t gs3_corner(tpr_graph_t* g, const gs3_cell_t* cell, int c, tpr_value_t* at,
+                              tpr_value_t* wk) {
+  for (int k = 0; k < 3; k++) {
+    bool up = (c >> k) & 1;
+    at[k] = up ? lw_add(g, cell->p0[k], lw_k(g, cell->p0[k], 1)) : cell->p0[k];
+    wk[k] = up ? cell->f1[k] : cell->f0[k];
+  }
+  return lw_mul(g, lw_mul(g, wk[0], wk[1]), wk[2]);
+}
+
+static tpr_status_t lower_grid_sampler_3d(lw_ctx_t* ctx) {
+  gs3_t s;
+  TPR_RETURN_IF_ERROR(gs3_setup(ctx, 0, &s));
+  if (s.empty || tpr_type_numel(OUT) == 0) return lw_ret(ctx, lw_full(G, 0, OUT->dtype, OUT));
+  tpr_graph_t* g = G;
+  tpr_value_t p[3];
+  for (int k = 0; k < 3; k++) p[k] = gs3_source(&s, s.gxyz[k], k);
   tpr_value_t out;
-  if (mode == 1) {
+  if (s.mode == 1) {
     tpr_value_t at[3];
     for (int k = 0; k < 3; k++) at[k] = lw_un(g, TPR_UNARY_ROUND_NEAREST_EVEN, p[k]);
     out = gs3_tap(&s, at, TPR_VALUE_NONE);
   } else {
-    for (int k = 0; k < 3; k++) {
-      p0[k] = lw_un(g, TPR_UNARY_FLOOR, p[k]);
-      f1[k] = lw_sub(g, p[k], p0[k]);                                  // x - x0
-      f0[k] = lw_sub(g, lw_add(g, p0[k], lw_k(g, p0[k], 1)), p[k]);    // x0 + 1 - x
-    }
-    // Corners in the CPU's order tnw, tne, tsw, tse, bnw, bne, bsw, bse:
-    // bit 0 steps x, bit 1 steps y, bit 2 steps z.
+    gs3_cell_t cell;
+    gs3_cell(g, p, &cell);
     out = TPR_VALUE_NONE;
     for (int c = 0; c < 8; c++) {
-      tpr_value_t at[3], w = TPR_VALUE_NONE;
-      for (int k = 0; k < 3; k++) {
-        bool up = (c >> k) & 1;
-        at[k] = up ? lw_add(g, p0[k], lw_k(g, p0[k], 1)) : p0[k];
-        tpr_value_t wk = up ? f1[k] : f0[k];
-        w = k ? lw_mul(g, w, wk) : wk;
-      }
-      tpr_value_t t = gs3_tap(&s, at, w);
+      tpr_value_t at[3], wk[3];
+      tpr_value_t t = gs3_tap(&s, at, gs3_corner(g, &cell, c, at, wk));
       out = c ? lw_add(g, out, t) : t;
     }
   }
   return lw_ret(ctx, out);  // [N,C,L] -> [N,C,Do,Ho,Wo]
+}
+
+// The source coordinate along axis |k| and d coordinate / d grid (*mult),
+// as the scalar CPU kernel's grid_sampler_compute_source_index_set_grad:
+// clipping gives 0 on and past the borders (NaN passes with its gradient),
+// reflection flips the sign when the flips and the side disagree.
+static tpr_value_t gs3_source_grad(const gs3_t* s, tpr_value_t v, int k, tpr_value_t* mult) {
+  tpr_graph_t* g = s->ctx->graph;
+  const int64_t size = s->size[k];
+  tpr_value_t one = lw_k(g, v, 1);
+  tpr_value_t x;
+  if (s->align) {
+    x = lw_mul(g, lw_div(g, lw_add(g, v, one), lw_k(g, v, 2)), lw_k(g, v, (double)(size - 1)));
+    *mult = lw_k(g, v, (double)(size - 1) / 2);
+  } else {
+    x = lw_div(g, lw_sub(g, lw_mul(g, lw_add(g, v, one), lw_k(g, v, (double)size)), one),
+               lw_k(g, v, 2));
+    *mult = lw_k(g, v, (double)size / 2);
+  }
+  if (s->pad == 0) return x;
+  if (s->pad == 2) {
+    const int64_t lo2 = s->align ? 0 : -1, hi2 = s->align ? 2 * (size - 1) : 2 * size - 1;
+    if (lo2 == hi2) {
+      *mult = lw_k(g, x, 0);
+      return lw_k(g, x, 0);
+    }
+    tpr_value_t flip;
+    x = gs3_reflect(g, x, lo2, hi2, &flip);
+    *mult = lw_mul(g, *mult, lw_sel(g, flip, lw_k(g, x, -1), lw_k(g, x, 1)));
+  }
+  tpr_value_t low = lw_cmpk(g, TPR_CMP_LE, x, 0);
+  tpr_value_t high = lw_cmpk(g, TPR_CMP_GE, x, (double)(size - 1));
+  *mult = lw_sel(g, tpr_binary(g, TPR_BINARY_OR, low, high), lw_k(g, x, 0), *mult);
+  return lw_sel(g, low, lw_k(g, x, 0), lw_sel(g, high, lw_k(g, x, (double)(size - 1)), x));
+}
+
+// grid_sampler_3d_backward(grad_output, input, grid, interpolation_mode,
+// padding_mode, align_corners, output_mask) -> (grad_input, grad_grid), for
+// trilinear and nearest, as the CPU kernel: grad_input adds each corner's
+// share of the output gradient (scatter-add); grad_grid is each corner's
+// value times its weight's derivative, summed over corners and channels (0
+// for nearest).
+static tpr_status_t lower_grid_sampler_3d_backward(lw_ctx_t* ctx) {
+  gs3_t s;
+  TPR_RETURN_IF_ERROR(gs3_setup(ctx, 1, &s));
+  bool want[2];
+  TPR_RETURN_IF_ERROR(lw_output_mask(ctx, 6, 2, want));
+  if (s.empty) return lw_ret_zeros(ctx);
+  tpr_graph_t* g = G;
+  const tpr_dtype_t cd = tpr_value_type(g, s.x)->dtype;
+  int64_t ncl[3] = {s.n, s.c, s.l}, d1 = 1;
+  tpr_value_t go = tpr_reshape(g, lw_cast(g, lw_value(ctx, 0), cd), 3, ncl);
+  tpr_value_t p[3], mult[3], gk[3];
+  for (int k = 0; k < 3; k++) p[k] = gs3_source_grad(&s, s.gxyz[k], k, &mult[k]);
+  tpr_type_t gin_t = {cd, 3, {s.n, s.c, s.size[0] * s.size[1] * s.size[2]}};
+  tpr_value_t gin = lw_full(g, 0, cd, &gin_t);
+  if (s.mode == 1) {
+    tpr_value_t at[3], flat;
+    for (int k = 0; k < 3; k++) {
+      at[k] = lw_un(g, TPR_UNARY_ROUND_NEAREST_EVEN, p[k]);
+      gk[k] = lw_k(g, p[k], 0);
+    }
+    tpr_value_t in = gs3_bcast(g, &s, gs3_loc(&s, at, &flat));
+    gin = tpr_scatter_along(g, gin, 2, gs3_bcast(g, &s, flat),
+                            lw_sel(g, in, go, lw_k(g, go, 0)), true);
+  } else {
+    gs3_cell_t cell;
+    gs3_cell(g, p, &cell);
+    for (int k = 0; k < 3; k++) gk[k] = TPR_VALUE_NONE;
+    for (int c = 0; c < 8; c++) {
+      tpr_value_t at[3], wk[3], flat;
+      tpr_value_t w = gs3_corner(g, &cell, c, at, wk);
+      tpr_value_t in = gs3_bcast(g, &s, gs3_loc(&s, at, &flat));
+      tpr_value_t share = lw_mul(g, go, gs3_bcast(g, &s, w));
+      gin = tpr_scatter_along(g, gin, 2, gs3_bcast(g, &s, flat),
+                              lw_sel(g, in, share, lw_k(g, share, 0)), true);
+      // go * the corner's value, summed over channels: [N, L]
+      tpr_value_t gv = tpr_reduce(g, lw_mul(g, go, gs3_tap(&s, at, TPR_VALUE_NONE)),
+                                  TPR_REDUCE_SUM, &d1, 1);
+      for (int k = 0; k < 3; k++) {
+        tpr_value_t dw = lw_mul(g, wk[(k + 1) % 3], wk[(k + 2) % 3]);
+        if (!((c >> k) & 1)) dw = lw_un(g, TPR_UNARY_NEG, dw);
+        tpr_value_t t = lw_mul(g, gv, dw);
+        gk[k] = gk[k] == TPR_VALUE_NONE ? t : lw_add(g, gk[k], t);
+      }
+    }
+  }
+  int slot = 0;
+  if (want[0]) {
+    lw_set(ctx, slot, lw_reshape_to(g, lw_cast(g, gin, ctx->out_types[slot].dtype),
+                                    &ctx->out_types[slot]));
+    slot++;
+  }
+  if (want[1]) {
+    int64_t nl1[3] = {s.n, s.l, 1};
+    tpr_value_t parts[3];
+    for (int k = 0; k < 3; k++) parts[k] = tpr_reshape(g, lw_mul(g, gk[k], mult[k]), 3, nl1);
+    tpr_value_t gg = lw_cast(g, tpr_concatenate(g, parts, 3, 2), ctx->out_types[slot].dtype);
+    lw_set(ctx, slot, lw_reshape_to(g, gg, &ctx->out_types[slot]));  // [N,Do,Ho,Wo,3]
+  }
+  return lw_done(ctx);
 }
 
 //===--- _cdist_backward, _pdist_backward ----------------------------------===//
@@ -874,6 +1022,7 @@ LW_DEFINE_TABLE(more,
     LW_RULE("_pdist_backward", lower_pdist_backward),
     LW_RULE("_pdist_backward.out", lower_pdist_backward),
     LW_RULE("grid_sampler_3d", lower_grid_sampler_3d),
+    LW_RULE("grid_sampler_3d_backward", lower_grid_sampler_3d_backward),
     LW_RULE("grid_sampler_3d.out", lower_grid_sampler_3d),
     LW_RULE("embedding_renorm_", lower_embedding_renorm),
     LW_RULE("embedding_renorm", lower_embedding_renorm),

@@ -136,3 +136,46 @@ def test_grid_sample_backward_grid_only(tpu):
     gc = grid.clone().requires_grad_()
     F.grid_sample(x, gc, align_corners=False).sum().backward()
     torch.testing.assert_close(gd.grad.cpu(), gc.grad, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("mode,pad", list(itertools.product(["bilinear", "nearest"], PADS)))
+@pytest.mark.parametrize("align", [False, True])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_grid_sample_3d_backward(tpu, mode, pad, align, dtype):
+    # grid_sampler_3d_backward after the scalar CPU kernel: eight corners'
+    # shares scatter-added into grad_input, their values times the trilinear
+    # weights' derivatives (and the padding's chain factor) into grad_grid.
+    # The grid reaches past the borders, and some points sit exactly on one
+    # (where clipping's gradient is 0). Tolerance as the 2-d backward's.
+    g = torch.Generator().manual_seed(9)
+    x = torch.randn(2, 3, 4, 5, 6, generator=g, dtype=dtype)
+    grid = (torch.rand(2, 3, 2, 4, 3, generator=g, dtype=dtype) * 2 - 1) * 2.1
+    grid[0, 0, 0, :3] = torch.tensor([[1.0, -1.0, 0.0], [0.0, 0.0, 0.0], [-1.0, 1.0, 1.0]],
+                                     dtype=dtype)
+    up = torch.randn(2, 3, 3, 2, 4, generator=g, dtype=dtype)
+    res = []
+    for dev in ("cpu", tpu):
+        xd = x.detach().to(dev).requires_grad_()
+        gd = grid.detach().to(dev).requires_grad_()
+        F.grid_sample(xd, gd, mode=mode, padding_mode=pad, align_corners=align).backward(
+            up.to(dev))
+        res.append((xd.grad.cpu(), gd.grad.cpu()))
+    tol = dict(rtol=1e-4, atol=1e-5) if dtype == torch.float32 else dict(rtol=1e-10, atol=1e-10)
+    torch.testing.assert_close(res[1][0], res[0][0], **tol)
+    torch.testing.assert_close(res[1][1], res[0][1], **tol)
+
+
+def test_grid_sample_3d_backward_grid_only_and_compiled(tpu, fresh_dynamo):
+    g = torch.Generator().manual_seed(10)
+    x = torch.randn(1, 2, 3, 4, 5, generator=g)
+    grid = (torch.rand(1, 2, 3, 4, 3, generator=g) * 2 - 1) * 1.3
+
+    def loss(x, grid):
+        return F.grid_sample(x, grid, align_corners=False).square().sum()
+
+    gc = grid.clone().requires_grad_()
+    loss(x, gc).backward()
+    for fn in (loss, torch.compile(loss, backend="tpu")):
+        gd = grid.to(tpu).requires_grad_()  # input without grad: output_mask [False, True]
+        fn(x.to(tpu), gd).backward()
+        torch.testing.assert_close(gd.grad.cpu(), gc.grad, rtol=1e-4, atol=1e-5)
