@@ -27,24 +27,19 @@ def allow_tpu(fa):
     fa._validate_device = validate_device
 
 
-def _dense(query, key, value, score_mod, block_mask, scale, kernel_options,
-           score_mod_other_buffers=(), mask_mod_other_buffers=()):
-    from torch._higher_order_ops.flex_attention import sdpa_dense
-
-    return sdpa_dense(query, key, value, score_mod, block_mask, scale, kernel_options,
-                      score_mod_other_buffers, mask_mod_other_buffers)
-
-
 def inline_dense(gm):
-    """Calls the dense implementation in place of every flex_attention op of
-    Dynamo's graph |gm|; returns how many it replaced."""
+    """Calls the dense implementation (the op's composite kernel, same
+    arguments) in place of every flex_attention op of Dynamo's graph |gm|;
+    returns how many it replaced."""
     hop = getattr(torch.ops.higher_order, "flex_attention", None)
     if hop is None:
         return 0
+    from torch._higher_order_ops.flex_attention import sdpa_dense
+
     n = 0
     for node in gm.graph.nodes:
         if node.op == "call_function" and node.target is hop:
-            node.target = _dense
+            node.target = sdpa_dense
             n += 1
     if n:
         gm.recompile()

@@ -153,9 +153,10 @@ static tpr_status_t ctc_setup(lw_ctx_t* ctx, int lp_arg, int tgt_arg, int in_arg
                    (long long)L, (long long)c->S);
   c->S = (L - 1) / 2;
   c->L = L;
+  tpr_type_t col = {.dtype = TPR_DTYPE_S64, .rank = 2, .dims = {c->N, 1}};
+  tpr_value_t blanks = lw_full(G, (double)blank, TPR_DTYPE_S64, &col);
   if (c->S == 0) {  // only blanks
-    tpr_type_t e = {.dtype = TPR_DTYPE_S64, .rank = 2, .dims = {c->N, 1}};
-    c->ext = lw_full(G, (double)blank, TPR_DTYPE_S64, &e);
+    c->ext = blanks;
     return TPR_OK;
   }
   // labels [N, S]: row n's targets (past its length: index 0, never read
@@ -184,10 +185,7 @@ static tpr_status_t ctc_setup(lw_ctx_t* ctx, int lp_arg, int tgt_arg, int in_arg
                          tpr_reshape(G, labels, 3, d3)};
   int64_t d2[2] = {c->N, 2 * c->S};
   tpr_value_t inter = tpr_reshape(G, tpr_concatenate(G, pair, 2, 2), 2, d2);
-  int64_t dl[2] = {c->N, 1};
-  tpr_value_t tail[2] = {inter, lw_full(G, (double)blank, TPR_DTYPE_S64,
-                                        &(tpr_type_t){.dtype = TPR_DTYPE_S64, .rank = 2,
-                                                      .dims = {dl[0], dl[1]}})};
+  tpr_value_t tail[2] = {inter, blanks};
   c->ext = tpr_concatenate(G, tail, 2, 1);
   return TPR_OK;
 }
@@ -248,8 +246,6 @@ static void rec_body(tpr_graph_t* g, void* user, const tpr_value_t* a, tpr_value
   tpr_value_t rec = lw_add(g, lse3(g, prev, shift(g, prev, st->L, st->dir), two), lpe);
   rec = tpr_select(g, a[W_VALID], rec, none);
   tpr_value_t tn = tpr_broadcast_to(g, t, 2, n1);
-  // alpha: start 0 (made before the loop; its W_START is -1), recursion up
-  // to the input's last step; beta: start at that step, recursion below it
   tpr_value_t inside = lw_cmp(g, TPR_CMP_LE, tn, a[W_END]);
   tpr_value_t starts = lw_cmp(g, TPR_CMP_EQ, tn, a[W_START]);
   tpr_value_t next = tpr_select(g, tpr_broadcast_to(g, inside, 2, nl), rec, none);
@@ -262,36 +258,24 @@ static void rec_body(tpr_graph_t* g, void* user, const tpr_value_t* a, tpr_value
   r[W_T] = lw_add(g, t, tpr_constant_i64(g, TPR_DTYPE_S64, st->dir));
 }
 
-// alpha (dir 1) or beta (dir -1) for every sample: [N, T, L].
+// alpha (dir 1) or beta (dir -1) for every sample: [N, T, L]. Each
+// sample starts at its first step (alpha: 0; beta: its last input step)
+// and recurses through its input (alpha: up to the last step; beta: down
+// from the one below it).
 static tpr_value_t recursion(lw_ctx_t* ctx, const ctc_t* c, tpr_value_t lpe, int64_t dir) {
   tpr_graph_t* g = G;
   tpr_type_t all_t = {.dtype = c->dt, .rank = 3, .dims = {c->N, c->T, c->L}};
   tpr_type_t row_t = {.dtype = c->dt, .rank = 2, .dims = {c->N, c->L}};
-  tpr_value_t init = mask_nl(g, c, dir > 0 ? alpha_start : beta_start);
-  tpr_value_t all = lw_full(g, -INFINITY, c->dt, &all_t);
-  tpr_value_t prev = lw_full(g, -INFINITY, c->dt, &row_t);
-  tpr_value_t start = per_sample(g, c, -1), end;
-  int64_t t0 = dir > 0 ? 1 : c->T - 1;
-  if (dir > 0) {  // row 0 before the loop
-    int64_t s0[3] = {0, 0, 0}, l0[3] = {1, c->N, c->L}, one[3] = {1, 1, 1};
-    int64_t nl[2] = {c->N, c->L}, n1l[3] = {c->N, 1, c->L};
-    tpr_value_t lp0 = tpr_reshape(g, tpr_slice(g, lpe, s0, l0, one), 2, nl);
-    prev = tpr_select(g, init, lp0, prev);
-    tpr_value_t put[3] = {tpr_constant_i64(g, TPR_DTYPE_S64, 0),
-                          tpr_constant_i64(g, TPR_DTYPE_S64, 0),
-                          tpr_constant_i64(g, TPR_DTYPE_S64, 0)};
-    all = tpr_dynamic_update_slice(g, all, tpr_reshape(g, prev, 3, n1l), put);
-    end = start;                    // recursion through the last input step
-    start = lw_k(g, start, -1);     // no start inside the loop
-  } else {
-    end = per_sample(g, c, -2);     // recursion below the last input step
-  }
-  if (c->T == 1 && dir > 0) return all;
+  tpr_value_t last = per_sample(g, c, -1);
   step_t st = {.T = c->T, .N = c->N, .L = c->L, .dir = dir};
   tpr_value_t in[W_COUNT] = {
-      [W_T] = tpr_constant_i64(g, TPR_DTYPE_S64, t0), [W_PREV] = prev, [W_ALL] = all,
-      [W_LPE] = lpe, [W_SKIP] = skip_mask(ctx, c, dir), [W_VALID] = mask_nl(g, c, within_target),
-      [W_INIT] = init, [W_START] = start, [W_END] = end};
+      [W_T] = tpr_constant_i64(g, TPR_DTYPE_S64, dir > 0 ? 0 : c->T - 1),
+      [W_PREV] = lw_full(g, -INFINITY, c->dt, &row_t),
+      [W_ALL] = lw_full(g, -INFINITY, c->dt, &all_t), [W_LPE] = lpe,
+      [W_SKIP] = skip_mask(ctx, c, dir), [W_VALID] = mask_nl(g, c, within_target),
+      [W_INIT] = mask_nl(g, c, dir > 0 ? alpha_start : beta_start),
+      [W_START] = dir > 0 ? lw_k(g, last, 0) : last,
+      [W_END] = dir > 0 ? last : per_sample(g, c, -2)};
   tpr_value_t out[W_COUNT];
   tpr_while(g, W_COUNT, in, rec_cond, rec_body, &st, out);
   return out[W_ALL];

@@ -355,16 +355,25 @@ static tpr_value_t gs3_reflect(tpr_graph_t* g, tpr_value_t v, int64_t twice_low,
   return lw_add(g, lw_sel(g, odd, lw_sub(g, span, extra), extra), lo);
 }
 
+// grid_sampler_unnormalize along axis |k|: [-1, 1] -> voxel coordinates;
+// with |scale|, their derivative (a constant).
+static tpr_value_t gs3_unnormalize(const gs3_t* s, tpr_value_t v, int k, tpr_value_t* scale) {
+  tpr_graph_t* g = s->ctx->graph;
+  const int64_t size = s->size[k];
+  tpr_value_t one = lw_k(g, v, 1);
+  if (scale) *scale = lw_k(g, v, s->align ? (double)(size - 1) / 2 : (double)size / 2);
+  if (s->align)
+    return lw_mul(g, lw_div(g, lw_add(g, v, one), lw_k(g, v, 2)),
+                  lw_k(g, v, (double)(size - 1)));
+  return lw_div(g, lw_sub(g, lw_mul(g, lw_add(g, v, one), lw_k(g, v, (double)size)), one),
+                lw_k(g, v, 2));
+}
+
 // grid_sampler_compute_source_index along axis |k| (0: W, 1: H, 2: D).
 static tpr_value_t gs3_source(const gs3_t* s, tpr_value_t v, int k) {
   tpr_graph_t* g = s->ctx->graph;
   int64_t size = s->size[k];
-  tpr_value_t one = lw_k(g, v, 1);
-  if (s->align)
-    v = lw_mul(g, lw_div(g, lw_add(g, v, one), lw_k(g, v, 2)), lw_k(g, v, (double)(size - 1)));
-  else
-    v = lw_div(g, lw_sub(g, lw_mul(g, lw_add(g, v, one), lw_k(g, v, (double)size)), one),
-               lw_k(g, v, 2));
+  v = gs3_unnormalize(s, v, k, NULL);
   if (s->pad == 1) return gs3_clip(g, v, size);
   if (s->pad == 2) {
     v = s->align ? gs3_reflect(g, v, 0, 2 * (size - 1), NULL)
@@ -499,16 +508,7 @@ static tpr_status_t lower_grid_sampler_3d(lw_ctx_t* ctx) {
 static tpr_value_t gs3_source_grad(const gs3_t* s, tpr_value_t v, int k, tpr_value_t* mult) {
   tpr_graph_t* g = s->ctx->graph;
   const int64_t size = s->size[k];
-  tpr_value_t one = lw_k(g, v, 1);
-  tpr_value_t x;
-  if (s->align) {
-    x = lw_mul(g, lw_div(g, lw_add(g, v, one), lw_k(g, v, 2)), lw_k(g, v, (double)(size - 1)));
-    *mult = lw_k(g, v, (double)(size - 1) / 2);
-  } else {
-    x = lw_div(g, lw_sub(g, lw_mul(g, lw_add(g, v, one), lw_k(g, v, (double)size)), one),
-               lw_k(g, v, 2));
-    *mult = lw_k(g, v, (double)size / 2);
-  }
+  tpr_value_t x = gs3_unnormalize(s, v, k, mult);
   if (s->pad == 0) return x;
   if (s->pad == 2) {
     const int64_t lo2 = s->align ? 0 : -1, hi2 = s->align ? 2 * (size - 1) : 2 * size - 1;

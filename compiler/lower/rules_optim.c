@@ -156,7 +156,7 @@ static tpr_status_t one_f32(lw_ctx_t* ctx, int i, const char* what, tpr_value_t*
   if (!t || t->dtype != TPR_DTYPE_F32 || tpr_type_numel(t) != 1)
     return lw_fail(ctx, TPR_INVALID_ARGUMENT, "%s must be a one-element float32 tensor",
                    what);
-  *out = tpr_reshape(G, lw_value(ctx, i), 0, NULL);
+  *out = scalar_f32(ctx, i);
   return TPR_OK;
 }
 
