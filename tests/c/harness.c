@@ -27,6 +27,9 @@ const char* tpr_test_plugin_path(void) {
 }
 
 int main(int argc, char** argv) {
+  // Line-buffered even into a pipe (test.sh tees the output): progress shows
+  // as it happens, and a crash keeps the lines of the tests before it.
+  setvbuf(stdout, NULL, _IOLBF, 0);
   const char* filter = argc > 1 ? argv[1] : NULL;
   int passed = 0, failed = 0;
   for (int i = 0; i < num_tests; i++) {
