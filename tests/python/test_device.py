@@ -1,4 +1,9 @@
 """The device module, registration and runtime information."""
+import re
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -135,10 +140,17 @@ def test_streams_and_events():
 
 
 def test_info_cli():
-    r = run_python("import runpy; runpy.run_module('torch_tpu.info', run_name='__main__')")
+    """`python -m torch_tpu.info`, as the README shows it."""
+    r = subprocess.run([sys.executable, "-m", "torch_tpu.info"], capture_output=True, text=True,
+                       timeout=120)
     assert r.returncode == 0, r.stderr
-    assert "PJRT plugin:" in r.stdout and "PJRT C API version: 0." in r.stdout
-    assert "devices: " in r.stdout and "execution mode: strict" in r.stdout
+    assert "PJRT C API version: 0." in r.stdout and "execution mode: strict" in r.stdout
+    fields = dict(line.split(": ", 1) for line in r.stdout.splitlines()
+                  if ": " in line and not line.startswith(" "))
+    assert Path(fields["PJRT plugin"]).is_file(), r.stdout
+    assert int(fields["devices"]) == torch.tpu.device_count() >= 1, r.stdout
+    assert re.search(r"^  tpu:0 ", r.stdout, re.M), r.stdout
+    assert int(fields["native lowering rules"]) > 1000, r.stdout
 
 
 def test_autoload_with_plain_import_torch():

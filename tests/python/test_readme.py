@@ -1,17 +1,16 @@
 """The README works as shown, in the environment ./setup.sh makes: its Python
-examples run as written, and every command it names is run, here or by the
-test named for it below. A command added to the README without a test, or a
+examples run as written here, and every command it names is run by the test
+named for it below. A command added to the README without a test, or a
 test here that no longer runs its command, fails."""
 import ast
 import math
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
+
+from conftest import run_python
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()
@@ -36,50 +35,35 @@ def readme_commands():
     return found
 
 
-# Commands whose full run is long (hours for the whole OpInfo table or the
-# whole zoo, the whole suite for the scripts): the test that runs them, or
-# their CI slice, and a string that test's file must contain to be doing so.
-RUN_ELSEWHERE = {
+# Each command the README names: the test that runs it (or, for the hours-long
+# OpInfo table and zoo, their CI slice; for the scripts, CI itself), and a
+# string that test's file must contain to be doing so.
+COMMAND_TESTS = {
     "python -m torch_tpu.coverage": ("tests/python/test_coverage_fast.py", "test_fast_slice",
                                      '"torch_tpu.coverage", "--fast"'),
     "python -m torch_tpu.zoo": ("tests/python/test_hf_zoo.py", "test_zoo_fast_slice",
                                 '"torch_tpu.zoo", "--fast"'),
+    "python -m torch_tpu.info": ("tests/python/test_device.py", "test_info_cli",
+                                 '"-m", "torch_tpu.info"'),
     "./setup.sh": (".ci/run", None, "./setup.sh"),
     "./test.sh": (".ci/run", None, "./test.sh"),
 }
-RUN_HERE = {"python -m torch_tpu.info": "test_info_command"}
-
-
-def run(args, timeout=300, **kw):
-    return subprocess.run(args, capture_output=True, text=True, timeout=timeout, cwd=ROOT, **kw)
 
 
 def test_every_readme_command_is_run_by_a_test():
     named = readme_commands()
-    unrun = named - set(RUN_ELSEWHERE) - set(RUN_HERE)
+    unrun = named - set(COMMAND_TESTS)
     assert not unrun, f"the README shows {sorted(unrun)}: add each to a test and to this file"
-    for cmd in named & set(RUN_ELSEWHERE):
-        path, test, needle = RUN_ELSEWHERE[cmd]
+    stale = set(COMMAND_TESTS) - named
+    assert not stale, f"the README no longer shows {sorted(stale)}: drop them from this file"
+    for cmd in named:
+        path, test, needle = COMMAND_TESTS[cmd]
         text = (ROOT / path).read_text()
         assert needle in text, f"{path} no longer runs {cmd!r}"
         if test:
             tree = ast.parse(text)
             assert any(isinstance(n, ast.FunctionDef) and n.name == test for n in tree.body), \
                 f"{path} has no {test} (it ran {cmd!r})"
-    for cmd, test in RUN_HERE.items():
-        assert cmd in named, f"{test} runs {cmd!r}, which the README no longer shows"
-        assert callable(globals().get(test)), test
-
-
-def test_info_command():
-    r = run([sys.executable, "-m", "torch_tpu.info"])
-    assert r.returncode == 0, r.stdout + r.stderr
-    fields = dict(line.split(": ", 1) for line in r.stdout.splitlines()
-                  if ": " in line and not line.startswith(" "))
-    assert Path(fields["PJRT plugin"]).is_file(), r.stdout
-    assert int(fields["devices"]) == torch.tpu.device_count() >= 1, r.stdout
-    assert re.search(r"^  tpu:0 ", r.stdout, re.M), r.stdout
-    assert int(fields["native lowering rules"]) > 1000, r.stdout
 
 
 def test_training_example_trains_with_no_fallback():
@@ -89,9 +73,9 @@ def test_training_example_trains_with_no_fallback():
     AdamW steps on 256 points fit them far below that."""
     (example,) = [b for b in code_blocks("python") if "opt.step()" in b]
     assert "import torch_tpu" not in example
-    env = {k: v for k, v in os.environ.items() if k != "TORCH_DEVICE_BACKEND_AUTOLOAD"}
-    env["TORCH_TPU_FALLBACK"] = "0"
-    r = run([sys.executable, "-c", example], env=env)
+    # autoload is PyTorch's default ("1"), set in case the caller turned it off
+    r = run_python(example, env={"TORCH_DEVICE_BACKEND_AUTOLOAD": "1", "TORCH_TPU_FALLBACK": "0"},
+                   timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
     loss = float(r.stdout.strip().splitlines()[-1])
     assert math.isfinite(loss) and loss < 0.5 * math.log(4), r.stdout
