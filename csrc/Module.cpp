@@ -9,6 +9,7 @@
 #include "core/TpuContext.h"
 #include "core/TpuGenerator.h"
 #include "core/TpuStatus.h"
+#include "distributed/Bindings.h"
 
 extern "C" {
 #include "tpr/program.h"
@@ -167,4 +168,5 @@ PYBIND11_MODULE(_C, m) {
   });
   m.def("_live_c_allocations", [] { return tpr_live_allocations(); });
   init_program_bindings(m);
+  init_distributed_bindings(m);
 }

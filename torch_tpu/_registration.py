@@ -55,6 +55,12 @@ def _allow_flex_attention(module):
     _flex_attention.allow_tpu(module)
 
 
+def _register_tpu_dist(_module):
+    from . import distributed
+
+    distributed.register()
+
+
 def register():
     global _done
     if _done:
@@ -85,6 +91,7 @@ def register():
     after_import("torch._dynamo", _install_compile_backend)
     after_import("torch.nn.attention.flex_attention", _allow_flex_attention)
     _hf.install()
+    after_import("torch.distributed", _register_tpu_dist)
     import atexit
 
     atexit.register(_let_autograd_threads_settle)

@@ -43,8 +43,12 @@ tpr_status_t init_runtime() {
   o.plugin_spec = std::getenv("TORCH_TPU_PJRT_PLUGIN");
   o.search_dirs = dirs.data();
   o.num_search_dirs = dirs.size();
+  // Under torchrun (one process per device) the CPU plugin presents one
+  // device per local rank, so torch.tpu.set_device(LOCAL_RANK) selects a
+  // real device as torch.cuda.set_device does; each process uses its own.
   const char* n = std::getenv("TORCH_TPU_CPU_DEVICE_COUNT");
-  o.cpu_device_count = n ? std::atoll(n) : 1;
+  if (!n || !*n) n = std::getenv("LOCAL_WORLD_SIZE");
+  o.cpu_device_count = n && std::atoll(n) > 0 ? std::atoll(n) : 1;
   o.launch_blocking =
       env_flag("TORCH_TPU_LAUNCH_BLOCKING") || env_flag("TPU_LAUNCH_BLOCKING");
   const char* thread = std::getenv("TORCH_TPU_LAUNCH_THREAD");

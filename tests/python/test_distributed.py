@@ -1,0 +1,82 @@
+"""tpu_dist under torchrun with 2 processes (the machine's core count): the
+worker scripts in tests/python/distributed/ check each case on every rank
+and leave a result file per rank. Every launch runs under a timeout, so a
+hang fails its test instead of stalling the suite."""
+import json
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+import torch.distributed as dist
+
+pytestmark = pytest.mark.skipif(not dist.is_available(), reason="torch built without distributed")
+
+WORKERS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "distributed")
+
+
+def torchrun(tmp_path, script, *args, nproc=2, timeout=300, env=None):
+    """Runs |script| under torchrun; returns (exit code, output, {rank: result})."""
+    out = tmp_path / "result"
+    e = dict(os.environ, TPU_DIST_OUT=str(out), PYTHONUNBUFFERED="1")
+    e.update(env or {})
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone",
+           f"--nproc_per_node={nproc}", os.path.join(WORKERS, script), *args]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         env=e, start_new_session=True)
+    try:
+        text, _ = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        text, _ = p.communicate()
+        pytest.fail(f"{script} {' '.join(args)} hung for {timeout} s:\n{text[-4000:]}")
+    results = {}
+    for r in range(nproc):
+        f = tmp_path / f"result.{r}"
+        if f.exists():
+            results[r] = json.loads(f.read_text())
+    return p.returncode, text, results
+
+
+def assert_all_passed(rc, text, results, nproc=2, at_least=1):
+    assert rc == 0, text[-4000:]
+    assert sorted(results) == list(range(nproc)), text[-4000:]
+    for r, res in results.items():
+        assert not res["failed"], f"rank {r}:\n" + "\n".join(f"{k}: {v}" for k, v in res["failed"].items())
+        assert len(res["passed"]) >= at_least, (r, res["passed"])
+
+
+def test_collectives_match_gloo(tmp_path):
+    """Every collective, dtype and layout on tpu equals Gloo on CPU."""
+    rc, text, results = torchrun(tmp_path, "collectives.py")
+    assert_all_passed(rc, text, results, at_least=110)
+
+
+def test_misuse_raises_on_every_rank(tmp_path):
+    rc, text, results = torchrun(tmp_path, "errors.py")
+    assert_all_passed(rc, text, results, at_least=15)
+    assert 2.5 < results[0]["values"]["timeout_seconds"] < 30
+
+
+def test_dead_rank_is_an_error_not_a_hang(tmp_path):
+    rc, text, results = torchrun(tmp_path, "dead_rank.py", timeout=120)
+    assert rc != 0  # torchrun reports the dead rank
+    survivor = results[0]["values"]
+    assert survivor["step"] == 1, survivor
+    assert "DistBackendError: tpu_dist all_reduce" in survivor["error"], survivor
+    assert survivor["seconds"] < 25, survivor
+
+
+@pytest.mark.parametrize("order", ["mesh-first", "tensor-first"])
+def test_device_model_under_torchrun(tmp_path, order):
+    rc, text, results = torchrun(tmp_path, "devices.py", order)
+    assert_all_passed(rc, text, results)
+    for r, res in results.items():
+        v = res["values"]
+        assert v["device_count"] == 2 and v["accelerator_count"] == 2, v
+        assert v["accelerator"] == "tpu" and v["mesh_device_type"] == "tpu", v
+        assert v["default_backend"] == "tpu_dist" and v["tpu_backend"] == "ProcessGroupTpu", v
+        # set_device(LOCAL_RANK) picks the rank's own device, as on CUDA; a
+        # process that used the device first stays on tpu:0.
+        assert v["current_device"] == (r if order == "mesh-first" else 0), v

@@ -1,0 +1,82 @@
+"""``tpu_dist``: the ``torch.distributed`` backend for ``tpu`` tensors.
+
+Registered at import for device ``tpu``, so a CUDA script's
+``init_process_group("nccl")`` becomes ``init_process_group("tpu_dist")``
+(or ``init_process_group()``, which picks the accelerator's backend), and
+``"cpu:gloo,tpu:tpu_dist"`` gives each device its own backend.
+
+The process model is torchrun's: one process per device. Under torchrun
+the CPU plugin presents ``LOCAL_WORLD_SIZE`` devices in each process, so
+``torch.tpu.set_device(LOCAL_RANK)`` and ``init_device_mesh("tpu", ...)``
+behave as on CUDA (each process computes on its own device only).
+
+Collectives run on a host transport, Gloo over the same ranks: each tpu
+input is read to the host once and the results are written back into the
+tpu tensors (csrc/distributed/ProcessGroupTpu.cpp). CPU tensors given to a
+``tpu_dist``-only group go to that Gloo directly.
+"""
+
+import torch
+import torch.distributed as dist
+
+from . import _C
+
+BACKEND = "tpu_dist"
+
+
+def _create_backend(store, rank, size, timeout):
+    # The host transport gets its own Gloo context on this (already
+    # device-prefixed) store, so a group's CPU backend is not disturbed.
+    host = dist.ProcessGroupGloo(store, rank, size, timeout)
+    return _C.ProcessGroupTpu(host, rank, size, timeout)
+
+
+def register():
+    """Makes ``tpu_dist`` a c10d backend for ``tpu`` (and for CPU tensors in a
+    group created with it alone). Idempotent."""
+    if not dist.is_available() or not hasattr(_C, "ProcessGroupTpu"):
+        return
+    if BACKEND in dist.Backend.backend_list:
+        return
+    # A list: 2.13 iterates a bare string character by character.
+    dist.Backend.register_backend(BACKEND, _create_backend, devices=["tpu", "cpu"])
+
+
+def is_tpu_dist(group=None):
+    """True when ``group`` (default: the world) sends tpu tensors through
+    ``tpu_dist``."""
+    if not dist.is_initialized():
+        return False
+    group = group or dist.group.WORLD
+    try:
+        backend = group._get_backend(torch.device("tpu"))
+    except RuntimeError:
+        return False
+    return isinstance(backend, _C.ProcessGroupTpu)
+
+
+def state():
+    """What ``python -m torch_tpu.info`` and the metrics report show."""
+    out = {"available": dist.is_available() and hasattr(_C, "ProcessGroupTpu"),
+           "registered": BACKEND in getattr(dist.Backend, "backend_list", [])}
+    if dist.is_available() and dist.is_initialized():
+        out.update(initialized=True, rank=dist.get_rank(), world_size=dist.get_world_size(),
+                   backend=str(dist.get_backend()), tpu_backend_is_tpu_dist=is_tpu_dist())
+    else:
+        out["initialized"] = False
+    out.update(stats())
+    return out
+
+
+def stats():
+    """Collectives run through tpu_dist in this process, bytes staged between
+    device and host, and seconds spent staging and waiting on the transport."""
+    return dict(_C._dist_stats()) if hasattr(_C, "_dist_stats") else {}
+
+
+def reset_stats():
+    if hasattr(_C, "_reset_dist_stats"):
+        _C._reset_dist_stats()
+
+
+__all__ = ["BACKEND", "register", "is_tpu_dist", "state", "stats", "reset_stats"]
