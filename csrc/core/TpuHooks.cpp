@@ -5,7 +5,12 @@
 #include <ATen/ops/empty.h>
 #include <c10/util/CallOnce.h>
 
+#include <c10/core/CPUAllocator.h>
+#include <c10/core/impl/alloc_cpu.h>
+
+#include <algorithm>
 #include <deque>
+#include <map>
 #include <mutex>
 #include <random>
 
@@ -76,6 +81,49 @@ const at::Generator& default_generator(c10::DeviceIndex device) {
 
 namespace {
 
+// Page-locked host memory, as tensor.pin_memory() and DDP's reducer ask for:
+// host memory the device reads and writes directly (on the CPU plugin any
+// host memory is). Allocations are recorded so is_pinned() can answer for
+// any address inside one, as PyTorch asks it of views.
+class PinnedAllocator final : public at::Allocator {
+ public:
+  at::DataPtr allocate(size_t n) override {
+    void* p = c10::alloc_cpu(n ? n : 1);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      live_[reinterpret_cast<uintptr_t>(p)] = n;
+    }
+    return {p, p, &PinnedAllocator::release, at::Device(at::kCPU)};
+  }
+  at::DeleterFnPtr raw_deleter() const override { return &PinnedAllocator::release; }
+  void copy_data(void* dst, const void* src, std::size_t n) const override {
+    default_copy_data(dst, src, n);
+  }
+  bool contains(const void* ptr) {
+    auto a = reinterpret_cast<uintptr_t>(ptr);
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = live_.upper_bound(a);
+    if (it == live_.begin()) return false;
+    --it;
+    return a < it->first + std::max<size_t>(it->second, 1);
+  }
+  static PinnedAllocator& get() {
+    static PinnedAllocator* a = new PinnedAllocator();  // outlives every tensor
+    return *a;
+  }
+
+ private:
+  static void release(void* p) {
+    {
+      std::lock_guard<std::mutex> lock(get().mu_);
+      get().live_.erase(reinterpret_cast<uintptr_t>(p));
+    }
+    c10::free_cpu(p);
+  }
+  std::mutex mu_;
+  std::map<uintptr_t, size_t> live_;
+};
+
 struct TpuHooks final : public at::PrivateUse1HooksInterface {
   bool isBuilt() const override { return true; }
   bool isAvailable() const override { return device_count() > 0; }
@@ -89,10 +137,8 @@ struct TpuHooks final : public at::PrivateUse1HooksInterface {
     // Tokens do not encode a device; tensors carry theirs.
     return at::Device(c10::DeviceType::PrivateUse1, current_device());
   }
-  bool isPinnedPtr(const void*) const override { return false; }
-  at::Allocator* getPinnedMemoryAllocator() const override {
-    return at::getCPUAllocator();
-  }
+  bool isPinnedPtr(const void* p) const override { return PinnedAllocator::get().contains(p); }
+  at::Allocator* getPinnedMemoryAllocator() const override { return &PinnedAllocator::get(); }
   bool hasPrimaryContext(c10::DeviceIndex) const override {
     return is_initialized();
   }

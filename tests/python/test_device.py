@@ -139,6 +139,16 @@ def test_streams_and_events():
     torch.tpu.synchronize()
 
 
+def test_pinned_host_memory():
+    # DDP's reducer pins its host-side maps for a device; views of pinned
+    # memory are pinned too, and copies from it land on the device.
+    x = torch.randn(4, 4).pin_memory()
+    assert x.is_pinned() and x[1:].is_pinned()
+    assert not torch.randn(3).is_pinned()
+    y = x.to("tpu", non_blocking=True)
+    assert torch.equal(y.cpu(), x)
+
+
 def test_info_cli():
     """`python -m torch_tpu.info`, as the README shows it."""
     r = subprocess.run([sys.executable, "-m", "torch_tpu.info"], capture_output=True, text=True,
