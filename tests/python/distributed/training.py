@@ -51,6 +51,23 @@ def close(a, b, what, **tol):
     torch.testing.assert_close(a, b, **(tol or TOL), msg=lambda m: f"{what}: {m}")
 
 
+def train_and_compare(model, data, ref, ref_losses, opt=None, split_batch=True):
+    """Trains |model| on |data| (each rank its rows, unless |split_batch| is
+    off) and checks losses and parameters against the reference run."""
+    opt = opt or torch.optim.SGD(model.parameters(), lr=0.05)
+    losses = []
+    for idx in data:
+        loss = loss_fn(model, (my_rows(idx) if split_batch else idx).to(dev))
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        losses.append(mean_over_ranks(loss.item()))
+    close(torch.tensor(losses), torch.tensor(ref_losses), "losses")
+    for (n, p), q in zip(model.named_parameters(), ref.parameters()):
+        p = p.full_tensor() if hasattr(p, "full_tensor") else p
+        close(p.detach().cpu(), q.detach().cpu(), n)
+
+
 def fresh_model(seed=0):
     torch.manual_seed(seed)
     return GPT().to(dev)
@@ -106,17 +123,7 @@ def fsdp(reshard, per_block=True):
         for b in model.blocks:
             fully_shard(b, reshard_after_forward=reshard)
     fully_shard(model, reshard_after_forward=reshard)
-    opt = torch.optim.SGD(model.parameters(), lr=0.05)
-    losses = []
-    for idx in data:
-        loss = loss_fn(model, my_rows(idx).to(dev))
-        loss.backward()
-        opt.step()
-        opt.zero_grad()
-        losses.append(mean_over_ranks(loss.item()))
-    close(torch.tensor(losses), torch.tensor(ref_losses), "losses")
-    for (n, p), q in zip(model.named_parameters(), ref.parameters()):
-        close(p.full_tensor().cpu(), q.detach().cpu(), n)
+    train_and_compare(model, data, ref, ref_losses)
     return model, ref
 
 
@@ -234,17 +241,8 @@ def tensor_parallel(sequence_parallel):
     # DTensor and plain parameters side by side: the per-tensor step (the
     # foreach kernels refuse the mix, on CUDA as here).
     opt = torch.optim.SGD(model.parameters(), lr=0.05, foreach=False)
-    losses = []
-    for idx in data:  # every rank sees the whole batch: TP splits the model, not the data
-        loss = loss_fn(model, idx.to(dev))
-        loss.backward()
-        opt.step()
-        opt.zero_grad()
-        losses.append(loss.item())
-    close(torch.tensor(losses), torch.tensor(ref_losses), "losses")
-    for (n, p), q in zip(model.named_parameters(), ref.parameters()):
-        p = p.full_tensor() if hasattr(p, "full_tensor") else p
-        close(p.detach().cpu(), q.detach().cpu(), n)
+    # every rank sees the whole batch: TP splits the model, not the data
+    train_and_compare(model, data, ref, ref_losses, opt=opt, split_batch=False)
 
 
 def fsdp_tp_2d():
@@ -261,17 +259,7 @@ def fsdp_tp_2d():
         parallelize_module(b, mesh["tp"], {"w1": ColwiseParallel(), "w2": RowwiseParallel()})
         fully_shard(b, mesh=mesh["dp"])
     fully_shard(model, mesh=mesh["dp"])
-    opt = torch.optim.SGD(model.parameters(), lr=0.05)
-    losses = []
-    for idx in data:
-        loss = loss_fn(model, my_rows(idx).to(dev))
-        loss.backward()
-        opt.step()
-        opt.zero_grad()
-        losses.append(mean_over_ranks(loss.item()))
-    close(torch.tensor(losses), torch.tensor(ref_losses), "losses")
-    for (n, p), q in zip(model.named_parameters(), ref.parameters()):
-        close(p.full_tensor().cpu(), q.detach().cpu(), n)
+    train_and_compare(model, data, ref, ref_losses)
 
 
 def checkpoint():
