@@ -44,9 +44,10 @@ def _let_autograd_threads_settle():
 
 
 def _install_compile_backend(dynamo):
-    from . import _compile
+    from . import _compile, distributed
 
     _compile.install()
+    distributed.keep_collectives_out_of_graphs()
 
 
 def _allow_flex_attention(module):

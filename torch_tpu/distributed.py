@@ -42,6 +42,29 @@ def register():
     dist.Backend.register_backend(BACKEND, _create_backend, devices=["tpu", "cpu"])
 
 
+# The functional collectives Dynamo turns dist.* calls into.
+_COLLECTIVE_OPS = (
+    "all_reduce", "all_reduce_", "all_reduce_coalesced", "all_reduce_coalesced_",
+    "all_gather_into_tensor", "all_gather_into_tensor_out", "all_gather_into_tensor_coalesced",
+    "reduce_scatter_tensor", "reduce_scatter_tensor_coalesced", "all_to_all_single",
+    "broadcast", "broadcast_", "wait_tensor",
+)
+
+
+def keep_collectives_out_of_graphs(dynamo=None):
+    """Compiled code breaks its graph at each collective, which then runs
+    eagerly through the process group: a graph never holds a collective, so
+    ranks cannot diverge inside one (a branch on the rank, a different cut),
+    and a compiled program stays a one-device program."""
+    import torch._dynamo
+
+    ops = torch.ops._c10d_functional
+    for name in _COLLECTIVE_OPS:
+        op = getattr(ops, name, None)
+        if op is not None:
+            torch._dynamo.disallow_in_graph(op)
+
+
 def is_tpu_dist(group=None):
     """True when ``group`` (default: the world) sends tpu tensors through
     ``tpu_dist``."""

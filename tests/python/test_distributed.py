@@ -47,9 +47,14 @@ def assert_all_passed(rc, text, results, nproc=2, at_least=1):
         assert len(res["passed"]) >= at_least, (r, res["passed"])
 
 
-def test_collectives_match_gloo(tmp_path):
-    """Every collective, dtype and layout on tpu equals Gloo on CPU."""
-    rc, text, results = torchrun(tmp_path, "collectives.py")
+FUSED = {"TORCH_TPU_DEFER_AND_FUSE": "1"}
+
+
+@pytest.mark.parametrize("mode", ["strict", "fused"])
+def test_collectives_match_gloo(tmp_path, mode):
+    """Every collective, dtype and layout on tpu equals Gloo on CPU, in
+    strict and in fused eager (where each collective is a cut)."""
+    rc, text, results = torchrun(tmp_path, "collectives.py", env=FUSED if mode == "fused" else None)
     assert_all_passed(rc, text, results, at_least=110)
 
 
@@ -82,8 +87,17 @@ def test_device_model_under_torchrun(tmp_path, order):
         assert v["current_device"] == (r if order == "mesh-first" else 0), v
 
 
-def test_training_matches_one_process(tmp_path):
+@pytest.mark.parametrize("mode", ["strict", "fused"])
+def test_training_matches_one_process(tmp_path, mode):
     """DDP, FSDP2, DTensor, TP, 2-D FSDP x TP and distributed checkpoint on
     2 processes equal the 1-process run after 5 steps (float32 tolerance)."""
-    rc, text, results = torchrun(tmp_path, "training.py", timeout=600)
+    rc, text, results = torchrun(tmp_path, "training.py", timeout=600,
+                                 env=FUSED if mode == "fused" else None)
     assert_all_passed(rc, text, results, at_least=14)
+
+
+def test_compiled_code_with_collectives(tmp_path):
+    """Graphs break at collectives (no graph holds one); compiled DDP and
+    compiled FSDP2 blocks match eager."""
+    rc, text, results = torchrun(tmp_path, "compiled.py", timeout=600)
+    assert_all_passed(rc, text, results, at_least=3)
