@@ -83,8 +83,11 @@ def state():
     out = {"available": dist.is_available() and hasattr(_C, "ProcessGroupTpu"),
            "registered": BACKEND in getattr(dist.Backend, "backend_list", [])}
     if dist.is_available() and dist.is_initialized():
+        pg = dist.group.WORLD
+        # per device type, the backend that serves it ("cpu:gloo,tpu:tpu_dist")
+        backends = ",".join(f"{d.type}:{pg._get_backend(d).name()}" for d in pg._device_types)
         out.update(initialized=True, rank=dist.get_rank(), world_size=dist.get_world_size(),
-                   backend=str(dist.get_backend()), tpu_backend_is_tpu_dist=is_tpu_dist())
+                   backend=backends, tpu_backend_is_tpu_dist=is_tpu_dist())
     else:
         out["initialized"] = False
     out.update(stats())

@@ -1,4 +1,5 @@
 """``python -m torch_tpu.info``: what the tpu device runs on."""
+import os
 import sys
 
 import torch
@@ -32,7 +33,25 @@ def report():
         lines.append(f"  tpu:{i}  {torch.tpu.get_device_name(i)}  memory {total / 2**30:.1f} GiB "
                      f"({free / 2**30:.1f} GiB free)")
     lines.append(f"native lowering rules: {len(_C._lowered_ops())}")
+    lines.append(distributed_line())
     return lines, 0
+
+
+def distributed_line():
+    from torch_tpu import distributed
+
+    d = distributed.state()
+    if not d["available"]:
+        return "distributed: unavailable (torch built without distributed support)"
+    if not d["initialized"]:
+        launcher = ""
+        if "LOCAL_RANK" in os.environ:
+            launcher = (f"; launched as local rank {os.environ['LOCAL_RANK']} of "
+                        f"{os.environ.get('LOCAL_WORLD_SIZE', '?')}")
+        return (f"distributed: backend tpu_dist {'registered' if d['registered'] else 'not registered'}"
+                f" for tpu, no process group{launcher}")
+    return (f"distributed: rank {d['rank']} of {d['world_size']}, backends {d['backend']},"
+            f" {d.get('collectives', 0)} tpu_dist collectives so far")
 
 
 def main():

@@ -1,6 +1,6 @@
 """A readable report of what the runtime did: compiles and their time, cache
 hits and misses (memory and disk), executions, host<->device transfers, CPU
-fallbacks per op, fused-graph cuts by cause, torch.compile programs.
+fallbacks per op, fused-graph cuts by cause, torch.compile programs, tpu_dist collectives.
 
     print(torch_tpu.metrics_report())
 
@@ -32,6 +32,10 @@ def metrics_report():
         f"torch.compile: {s.get('compiled_graphs', 0)} graphs, "
         f"{s.get('compiled_recompiles', 0)} recompiles, {s['program_runs']} runs, "
         f"{s['donated_buffers']} donated buffers",
+        f"tpu_dist: {s.get('dist_collectives', 0)} collectives, "
+        f"{_mib(s.get('dist_staged_bytes', 0))} staged between device and host in "
+        f"{s.get('dist_staging_seconds', 0.0):.3f} s, {s.get('dist_transport_seconds', 0.0):.3f} s "
+        f"waiting on the transport, {s.get('dist_agreement_checks', 0)} agreement checks",
         "CPU fallbacks: " + (", ".join(f"{op} x{n}" for op, n in
                                        sorted(s["fallbacks"].items())) or "none"),
     ]

@@ -293,15 +293,17 @@ def _get_cache_stats():
     """Executable cache and runtime counters, and the torch.compile backend's
     (compiled_graphs, compiled_recompiles, compiled_seconds, ...; not a stable
     API)."""
-    from . import _compile
+    from . import _compile, distributed
 
     d = _C._runtime_stats()
     d.update(_compile.stats())
+    d.update({"dist_" + k: v for k, v in distributed.stats().items()})
     return d
 
 
 def _reset_cache_stats():
-    from . import _compile
+    from . import _compile, distributed
 
     _C._reset_runtime_stats()
     _compile.reset_stats()
+    distributed.reset_stats()

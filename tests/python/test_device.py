@@ -161,6 +161,7 @@ def test_info_cli():
     assert int(fields["devices"]) == torch.tpu.device_count() >= 1, r.stdout
     assert re.search(r"^  tpu:0 ", r.stdout, re.M), r.stdout
     assert int(fields["native lowering rules"]) > 1000, r.stdout
+    assert fields["distributed"].startswith("backend tpu_dist registered for tpu"), r.stdout
 
 
 def test_autoload_with_plain_import_torch():

@@ -85,6 +85,9 @@ def test_device_model_under_torchrun(tmp_path, order):
         # set_device(LOCAL_RANK) picks the rank's own device, as on CUDA; a
         # process that used the device first stays on tpu:0.
         assert v["current_device"] == (r if order == "mesh-first" else 0), v
+        # the diagnostics see the group and count its collectives
+        assert v["info"].startswith(f"distributed: rank {r} of 2, backends tpu:tpu_dist"), v
+        assert not v["metrics"].startswith("tpu_dist: 0 collectives"), v
 
 
 @pytest.mark.parametrize("mode", ["strict", "fused"])

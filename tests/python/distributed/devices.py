@@ -38,5 +38,11 @@ def mesh_collective():
 
 
 report.check("collective on the mesh", mesh_collective)
+import torch_tpu  # noqa: E402
+from torch_tpu import info  # noqa: E402
+
+report.values["info"] = info.distributed_line()
+report.values["metrics"] = [line for line in torch_tpu.metrics_report().splitlines()
+                            if line.startswith("tpu_dist:")][0]
 report.write()
 dist.destroy_process_group()
