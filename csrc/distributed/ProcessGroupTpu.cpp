@@ -45,24 +45,6 @@ const char* reduce_name(c10d::ReduceOp::RedOpType op) {
   }
 }
 
-// A host copy of |t| the transport may read and write: a CPU tensor is
-// used as is (it is already where Gloo works), a tpu one is read once.
-at::Tensor to_host(const at::Tensor& t) {
-  if (t.is_cpu()) return t;
-  auto t0 = Clock::now();
-  at::Tensor h = at::empty(t.sizes(), t.options().device(at::kCPU));
-  h.copy_(t);
-  stats.staged_bytes += static_cast<int64_t>(t.nbytes());
-  stats.staging_ns += ns_since(t0);
-  return h;
-}
-
-// Where the transport writes a result that |t| will receive.
-at::Tensor host_like(const at::Tensor& t) {
-  if (t.is_cpu()) return t;
-  return at::empty(t.sizes(), t.options().device(at::kCPU));
-}
-
 void write_back(std::vector<std::pair<at::Tensor, at::Tensor>>& pairs) {
   auto t0 = Clock::now();
   bool any = false;
@@ -166,6 +148,22 @@ c10::intrusive_ptr<c10::ivalue::Future> TpuWork::getFuture() { return future_; }
 // all_to_all) the rows it sends to and receives from each rank.
 enum Field { kKind, kDtype, kNdim, kNumel, kRoot, kReduce, kDim0, kDescFields = kDim0 + 6 };
 
+// Host buffers reused from one collective to the next: a fresh buffer of
+// tens of MB costs its page faults again on every call.
+struct ProcessGroupTpu::HostPool {
+  std::vector<at::Tensor> bytes;
+  size_t next = 0;
+
+  at::Tensor take(const at::Tensor& like) {
+    if (like.numel() == 0) return at::empty(like.sizes(), like.options().device(at::kCPU));
+    const int64_t n = static_cast<int64_t>(like.nbytes());
+    if (next == bytes.size()) bytes.emplace_back();
+    at::Tensor& b = bytes[next++];
+    if (!b.defined() || b.numel() < n) b = at::empty({n}, at::kByte);
+    return b.narrow(0, 0, n).view(like.scalar_type()).view(like.sizes());
+  }
+};
+
 struct ProcessGroupTpu::Call {
   const char* op;
   c10d::OpType type;
@@ -177,7 +175,30 @@ struct ProcessGroupTpu::Call {
   std::vector<std::pair<at::Tensor, at::Tensor>> write_back;
   std::vector<at::Tensor> outputs;
 
-  Call(const char* op, c10d::OpType type) : op(op), type(type) {}
+  HostPool* pool;  // null: fresh buffers (ops that finish after they return)
+
+  Call(const char* op, c10d::OpType type, HostPool* pool) : op(op), type(type), pool(pool) {
+    if (pool) pool->next = 0;  // the previous collective has finished
+  }
+
+  // Where the transport writes a result that |t| will receive (|t| itself
+  // for a CPU tensor).
+  at::Tensor host_like(const at::Tensor& t) {
+    if (t.is_cpu()) return t;
+    return pool ? pool->take(t) : at::empty(t.sizes(), t.options().device(at::kCPU));
+  }
+
+  // A host copy of |t| the transport may read and write: a CPU tensor is
+  // used as is (it is already where Gloo works), a tpu one is read once.
+  at::Tensor to_host(const at::Tensor& t) {
+    if (t.is_cpu()) return t;
+    auto t0 = Clock::now();
+    at::Tensor h = host_like(t);
+    h.copy_(t);
+    stats.staged_bytes += static_cast<int64_t>(t.nbytes());
+    stats.staging_ns += ns_since(t0);
+    return h;
+  }
 };
 
 namespace {
@@ -277,9 +298,12 @@ ProcessGroupTpu::ProcessGroupTpu(c10::intrusive_ptr<c10d::Backend> host, int ran
     : c10d::Backend(rank, size),
       host_(std::move(host)),
       timeout_(timeout),
-      check_(!env_off("TORCH_TPU_DIST_CHECK")) {
+      check_(!env_off("TORCH_TPU_DIST_CHECK")),
+      pool_(std::make_unique<HostPool>()) {
   TORCH_CHECK(host_, "tpu_dist: no host transport");
 }
+
+ProcessGroupTpu::~ProcessGroupTpu() = default;
 
 void ProcessGroupTpu::setTimeout(std::chrono::milliseconds timeout) {
   timeout_ = timeout;
@@ -292,7 +316,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTpu::endCoalescing() {
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTpu::batch_done(const char* op,
                                                            std::vector<at::Tensor> outputs) {
-  Call call(op, c10d::OpType::COALESCED);
+  Call call(op, c10d::OpType::COALESCED, pool_.get());
   call.outputs = std::move(outputs);
   return finish(call, nullptr);
 }
@@ -414,14 +438,14 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTpu::finish(Call& call,
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTpu::broadcast(std::vector<at::Tensor>& tensors,
                                                           const c10d::BroadcastOptions& opts) {
-  Call call("broadcast", c10d::OpType::BROADCAST);
+  Call call("broadcast", c10d::OpType::BROADCAST, pool_.get());
   check_devices(call.op, {&tensors});
   TORCH_CHECK_VALUE(tensors.size() == 1, "tpu_dist broadcast: one tensor per call, got ",
                     tensors.size());
   call.shaped = tensors[0];
   call.root = opts.rootRank;
   check_agreement(call);
-  std::vector<at::Tensor> host = {to_host(tensors[0])};
+  std::vector<at::Tensor> host = {call.to_host(tensors[0])};
   if (rank_ != opts.rootRank) call.write_back.emplace_back(tensors[0], host[0]);
   call.outputs = tensors;
   TPU_TRANSPORT_OPTS(opts);
@@ -430,14 +454,14 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTpu::broadcast(std::vector<at::Tensor
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTpu::allreduce(std::vector<at::Tensor>& tensors,
                                                           const c10d::AllreduceOptions& opts) {
-  Call call("all_reduce", c10d::OpType::ALLREDUCE);
+  Call call("all_reduce", c10d::OpType::ALLREDUCE, pool_.get());
   check_devices(call.op, {&tensors});
   TORCH_CHECK_VALUE(tensors.size() == 1, "tpu_dist all_reduce: one tensor per call, got ",
                     tensors.size());
   call.shaped = tensors[0];
   call.reduce = opts.reduceOp.op_;
   check_agreement(call);
-  at::Tensor h = to_host(tensors[0]);
+  at::Tensor h = call.to_host(tensors[0]);
   TPU_TRANSPORT_OPTS(opts);
   host_opts.reduceOp = host_reduce(call.op, opts.reduceOp, h, tensors[0]);
   std::vector<at::Tensor> host = {h};
@@ -458,7 +482,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTpu::allreduce_coalesced(
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTpu::reduce(std::vector<at::Tensor>& tensors,
                                                        const c10d::ReduceOptions& opts) {
-  Call call("reduce", c10d::OpType::REDUCE);
+  Call call("reduce", c10d::OpType::REDUCE, pool_.get());
   check_devices(call.op, {&tensors});
   TORCH_CHECK_VALUE(tensors.size() == 1, "tpu_dist reduce: one tensor per call, got ",
                     tensors.size());
@@ -466,7 +490,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTpu::reduce(std::vector<at::Tensor>& 
   call.root = opts.rootRank;
   call.reduce = opts.reduceOp.op_;
   check_agreement(call);
-  at::Tensor h = to_host(tensors[0]);
+  at::Tensor h = call.to_host(tensors[0]);
   TPU_TRANSPORT_OPTS(opts);
   host_opts.reduceOp = host_reduce(call.op, opts.reduceOp, h, tensors[0]);
   std::vector<at::Tensor> host = {h};
@@ -478,17 +502,17 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTpu::reduce(std::vector<at::Tensor>& 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTpu::allgather(
     std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
     const c10d::AllgatherOptions& opts) {
-  Call call("all_gather", c10d::OpType::ALLGATHER);
+  Call call("all_gather", c10d::OpType::ALLGATHER, pool_.get());
   auto outs = flat(outputs);
   check_devices(call.op, {&inputs, &outs});
   TORCH_CHECK_VALUE(inputs.size() == 1, "tpu_dist all_gather: one input per call");
   check_rank_list(call.op, "output", outputs, inputs[0], size_, true);
   call.shaped = inputs[0];
   check_agreement(call);
-  std::vector<at::Tensor> host_in = {to_host(inputs[0])};
+  std::vector<at::Tensor> host_in = {call.to_host(inputs[0])};
   std::vector<std::vector<at::Tensor>> host_out(1);
   for (auto& o : outputs[0]) {
-    host_out[0].push_back(host_like(o));
+    host_out[0].push_back(call.host_like(o));
     call.write_back.emplace_back(o, host_out[0].back());
   }
   call.outputs = outputs[0];
@@ -498,7 +522,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTpu::allgather(
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTpu::_allgather_base(
     at::Tensor& output, at::Tensor& input, const c10d::AllgatherOptions& opts) {
-  Call call("all_gather_into_tensor", c10d::OpType::_ALLGATHER_BASE);
+  Call call("all_gather_into_tensor", c10d::OpType::_ALLGATHER_BASE, pool_.get());
   std::vector<at::Tensor> in = {input}, out = {output};
   check_devices(call.op, {&in, &out});
   TORCH_CHECK_VALUE(output.numel() == input.numel() * size_ &&
@@ -507,8 +531,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTpu::_allgather_base(
                     " must hold ", size_, " inputs ", describe(input));
   call.shaped = input;
   check_agreement(call);
-  at::Tensor hin = to_host(input);
-  at::Tensor hout = output.is_cpu() && output.is_contiguous() ? output : host_like(output);
+  at::Tensor hin = call.to_host(input);
+  at::Tensor hout = output.is_cpu() && output.is_contiguous() ? output : call.host_like(output);
   // Gloo wants a flat output: gather into rows, then view as |output|.
   at::Tensor flat_out = hout.view({-1});
   at::Tensor flat_in = hin.reshape({-1});
@@ -548,7 +572,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTpu::allgather_into_tensor_coalesced(
 c10::intrusive_ptr<c10d::Work> ProcessGroupTpu::gather(
     std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
     const c10d::GatherOptions& opts) {
-  Call call("gather", c10d::OpType::GATHER);
+  Call call("gather", c10d::OpType::GATHER, pool_.get());
   auto outs = flat(outputs);
   check_devices(call.op, {&inputs, &outs});
   TORCH_CHECK_VALUE(inputs.size() == 1, "tpu_dist gather: one input per call");
@@ -556,12 +580,12 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTpu::gather(
   call.root = opts.rootRank;
   check_rank_list(call.op, "output", outputs, inputs[0], size_, rank_ == opts.rootRank);
   check_agreement(call);
-  std::vector<at::Tensor> host_in = {to_host(inputs[0])};
+  std::vector<at::Tensor> host_in = {call.to_host(inputs[0])};
   std::vector<std::vector<at::Tensor>> host_out;
   if (rank_ == opts.rootRank) {
     host_out.resize(1);
     for (auto& o : outputs[0]) {
-      host_out[0].push_back(host_like(o));
+      host_out[0].push_back(call.host_like(o));
       call.write_back.emplace_back(o, host_out[0].back());
     }
     call.outputs = outputs[0];
@@ -573,7 +597,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTpu::gather(
 c10::intrusive_ptr<c10d::Work> ProcessGroupTpu::scatter(
     std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
     const c10d::ScatterOptions& opts) {
-  Call call("scatter", c10d::OpType::SCATTER);
+  Call call("scatter", c10d::OpType::SCATTER, pool_.get());
   auto ins = flat(inputs);
   check_devices(call.op, {&outputs, &ins});
   TORCH_CHECK_VALUE(outputs.size() == 1, "tpu_dist scatter: one output per call");
@@ -584,9 +608,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTpu::scatter(
   check_agreement(call);
   if (rank_ == opts.rootRank) {
     host_in.resize(1);
-    for (auto& i : inputs[0]) host_in[0].push_back(to_host(i));
+    for (auto& i : inputs[0]) host_in[0].push_back(call.to_host(i));
   }
-  std::vector<at::Tensor> host_out = {host_like(outputs[0])};
+  std::vector<at::Tensor> host_out = {call.host_like(outputs[0])};
   call.write_back.emplace_back(outputs[0], host_out[0]);
   call.outputs = outputs;
   TPU_TRANSPORT_OPTS(opts);
@@ -596,7 +620,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTpu::scatter(
 c10::intrusive_ptr<c10d::Work> ProcessGroupTpu::reduce_scatter(
     std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
     const c10d::ReduceScatterOptions& opts) {
-  Call call("reduce_scatter", c10d::OpType::REDUCE_SCATTER);
+  Call call("reduce_scatter", c10d::OpType::REDUCE_SCATTER, pool_.get());
   auto ins = flat(inputs);
   check_devices(call.op, {&outputs, &ins});
   TORCH_CHECK_VALUE(outputs.size() == 1, "tpu_dist reduce_scatter: one output per call");
@@ -612,7 +636,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTpu::reduce_scatter(
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTpu::_reduce_scatter_base(
     at::Tensor& output, at::Tensor& input, const c10d::ReduceScatterOptions& opts) {
-  Call call("reduce_scatter_tensor", c10d::OpType::_REDUCE_SCATTER_BASE);
+  Call call("reduce_scatter_tensor", c10d::OpType::_REDUCE_SCATTER_BASE, pool_.get());
   std::vector<at::Tensor> in = {input}, out = {output};
   check_devices(call.op, {&in, &out});
   TORCH_CHECK_VALUE(input.numel() == output.numel() * size_ &&
@@ -622,11 +646,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTpu::_reduce_scatter_base(
   call.shaped = input;
   call.reduce = opts.reduceOp.op_;
   check_agreement(call);
-  at::Tensor hin = to_host(input).reshape({-1});
+  at::Tensor hin = call.to_host(input).reshape({-1});
   if (input.is_cpu() && opts.reduceOp.op_ == c10d::ReduceOp::PREMUL_SUM) hin = hin.clone();
   TPU_TRANSPORT_OPTS(opts);
   host_opts.reduceOp = host_reduce(call.op, opts.reduceOp, hin, input);
-  at::Tensor hout = output.is_cpu() && output.is_contiguous() ? output : host_like(output);
+  at::Tensor hout = output.is_cpu() && output.is_contiguous() ? output : call.host_like(output);
   at::Tensor flat_out = hout.view({-1});
   if (!output.is_same(hout)) call.write_back.emplace_back(output, hout);
   call.outputs = out;
@@ -643,7 +667,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTpu::reduce_scatter_tensor_coalesced(
 c10::intrusive_ptr<c10d::Work> ProcessGroupTpu::alltoall_base(
     at::Tensor& output, at::Tensor& input, std::vector<int64_t>& output_splits,
     std::vector<int64_t>& input_splits, const c10d::AllToAllOptions& opts) {
-  Call call("all_to_all_single", c10d::OpType::ALLTOALL_BASE);
+  Call call("all_to_all_single", c10d::OpType::ALLTOALL_BASE, pool_.get());
   std::vector<at::Tensor> in = {input}, out = {output};
   check_devices(call.op, {&in, &out});
   TORCH_CHECK_VALUE(output.scalar_type() == input.scalar_type(),
@@ -676,8 +700,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTpu::alltoall_base(
   call.shaped = at::empty(input.dim() ? input.sizes().slice(1) : input.sizes(),
                           input.options().device(at::kMeta));
   check_agreement(call);
-  at::Tensor hin = to_host(input);
-  at::Tensor hout = output.is_cpu() && output.is_contiguous() ? output : host_like(output);
+  at::Tensor hin = call.to_host(input);
+  at::Tensor hout = output.is_cpu() && output.is_contiguous() ? output : call.host_like(output);
   if (!output.is_same(hout)) call.write_back.emplace_back(output, hout);
   call.outputs = out;
   TPU_TRANSPORT_OPTS(opts);
@@ -724,25 +748,25 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTpu::alltoall(std::vector<at::Tensor>
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTpu::send(std::vector<at::Tensor>& tensors, int dst,
                                                      int tag) {
-  Call call("send", c10d::OpType::SEND);
+  Call call("send", c10d::OpType::SEND, nullptr);
   check_devices(call.op, {&tensors});
   TORCH_CHECK_VALUE(tensors.size() == 1, "tpu_dist send: one tensor per call");
   TORCH_CHECK_VALUE(dst >= 0 && dst < size_ && dst != rank_, "tpu_dist send: bad peer rank ",
                     dst, " (this is rank ", rank_, " of ", size_, ")");
-  std::vector<at::Tensor> host = {to_host(tensors[0]).contiguous()};
+  std::vector<at::Tensor> host = {call.to_host(tensors[0]).contiguous()};
   call.outputs = tensors;
   return finish(call, host_->send(host, dst, tag), /*defer=*/true);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTpu::recv(std::vector<at::Tensor>& tensors, int src,
                                                      int tag) {
-  Call call("recv", c10d::OpType::RECV);
+  Call call("recv", c10d::OpType::RECV, nullptr);
   check_devices(call.op, {&tensors});
   TORCH_CHECK_VALUE(tensors.size() == 1, "tpu_dist recv: one tensor per call");
   TORCH_CHECK_VALUE(src >= 0 && src < size_ && src != rank_, "tpu_dist recv: bad peer rank ",
                     src, " (this is rank ", rank_, " of ", size_, ")");
   at::Tensor& t = tensors[0];
-  std::vector<at::Tensor> host = {t.is_cpu() && t.is_contiguous() ? t : host_like(t).contiguous()};
+  std::vector<at::Tensor> host = {t.is_cpu() && t.is_contiguous() ? t : call.host_like(t).contiguous()};
   if (!t.is_same(host[0])) call.write_back.emplace_back(t, host[0]);
   call.outputs = tensors;
   return finish(call, host_->recv(host, src, tag), /*defer=*/true);
@@ -750,18 +774,18 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTpu::recv(std::vector<at::Tensor>& te
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTpu::recvAnysource(std::vector<at::Tensor>& tensors,
                                                               int tag) {
-  Call call("recv", c10d::OpType::RECVANYSOURCE);
+  Call call("recv", c10d::OpType::RECVANYSOURCE, nullptr);
   check_devices(call.op, {&tensors});
   TORCH_CHECK_VALUE(tensors.size() == 1, "tpu_dist recv: one tensor per call");
   at::Tensor& t = tensors[0];
-  std::vector<at::Tensor> host = {t.is_cpu() && t.is_contiguous() ? t : host_like(t).contiguous()};
+  std::vector<at::Tensor> host = {t.is_cpu() && t.is_contiguous() ? t : call.host_like(t).contiguous()};
   if (!t.is_same(host[0])) call.write_back.emplace_back(t, host[0]);
   call.outputs = tensors;
   return finish(call, host_->recvAnysource(host, tag), /*defer=*/true);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTpu::barrier(const c10d::BarrierOptions& opts) {
-  Call call("barrier", c10d::OpType::BARRIER);
+  Call call("barrier", c10d::OpType::BARRIER, pool_.get());
   check_agreement(call);
   auto host_opts = opts;
   host_opts.device = std::nullopt;  // the transport's own host device

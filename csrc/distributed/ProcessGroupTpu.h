@@ -20,6 +20,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -65,6 +66,7 @@ class ProcessGroupTpu : public c10d::Backend {
   // the same ranks).
   ProcessGroupTpu(c10::intrusive_ptr<c10d::Backend> host, int rank, int size,
                   std::chrono::milliseconds timeout);
+  ~ProcessGroupTpu() override;
 
   const std::string getBackendName() const override { return "tpu_dist"; }
   void setTimeout(std::chrono::milliseconds timeout) override;
@@ -126,7 +128,8 @@ class ProcessGroupTpu : public c10d::Backend {
   uint64_t getSequenceNumberForGroup() override;
 
  private:
-  struct Call;  // one collective being staged (ProcessGroupTpu.cpp)
+  struct Call;      // one collective being staged (ProcessGroupTpu.cpp)
+  struct HostPool;  // staging buffers reused across collectives
 
   // Swaps |mine| with every rank and throws on all of them if the fields
   // the op needs equal differ.
@@ -143,6 +146,7 @@ class ProcessGroupTpu : public c10d::Backend {
   c10::intrusive_ptr<c10d::Backend> host_;
   std::chrono::milliseconds timeout_;
   bool check_;
+  std::unique_ptr<HostPool> pool_;
 };
 
 }  // namespace torch_tpu
