@@ -40,6 +40,32 @@ def register():
         return
     # A list: 2.13 iterates a bare string character by character.
     dist.Backend.register_backend(BACKEND, _create_backend, devices=["tpu", "cpu"])
+    _default_backend_for_accelerator_groups()
+
+
+def _default_backend_for_accelerator_groups():
+    """init_process_group() with no backend makes a group whose only backend
+    is the accelerator's, but names Gloo (or NCCL) its default, which that
+    group lacks: DDP's logger, and anything else asking the group for its
+    default backend, then fails. Such a group's default is its tpu_dist."""
+    c10d = dist.distributed_c10d
+    helper = c10d._new_process_group_helper
+    if getattr(helper, "_tpu_dist", False):
+        return
+
+    def new_process_group_helper(*args, **kwargs):
+        pg, store = helper(*args, **kwargs)
+        if isinstance(pg, dist.ProcessGroup) and "tpu" in {d.type for d in pg._device_types}:
+            default = dist.Backend.backend_type_map.get(pg.name())
+            try:
+                pg._backend_id(default)
+            except (RuntimeError, TypeError):
+                if isinstance(pg._get_backend(torch.device("tpu")), _C.ProcessGroupTpu):
+                    pg._set_default_backend(dist.ProcessGroup.BackendType.CUSTOM)
+        return pg, store
+
+    new_process_group_helper._tpu_dist = True
+    c10d._new_process_group_helper = new_process_group_helper
 
 
 # The functional collectives Dynamo turns dist.* calls into.
