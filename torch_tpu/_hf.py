@@ -19,6 +19,12 @@ CPU; the wrapped property answers ``tpu`` where it would have answered the CPU
 and ``tpu`` is the current accelerator (``ACCELERATE_TORCH_DEVICE`` and
 ``cpu=True`` still win, as before).
 
+Under torchrun (or ``accelerate launch --multi_gpu``), ``PartialState``
+picks a distributed mode from the vendors it knows and, finding none, would
+run every rank alone; on ``tpu`` it now takes ``tpu_dist`` and DDP as it
+takes NCCL on CUDA (accelerate's ``MULTI_GPU`` mode), with each rank on
+``tpu:LOCAL_RANK``. ``cpu=True`` and an explicit backend still win.
+
 Transformers reports FlexAttention unavailable when the host accelerator is
 ``tpu``; ``is_torch_flex_attn_available`` is wrapped to answer yes there, as
 flex_attention runs on this device (``torch_tpu/_flex_attention.py``).
@@ -32,6 +38,7 @@ Nothing on disk is changed; the wrappers are installed by an import hook, or
 at once for modules imported before this package.
 """
 import functools
+import os
 import sys
 
 
@@ -90,6 +97,36 @@ def _patch_state(module):
     prop = module.PartialState.__dict__.get("default_device")
     if isinstance(prop, property) and not getattr(prop.fget, "_torch_tpu_wrapped", False):
         module.PartialState.default_device = property(_wrap_default_device(prop.fget))
+    cls = module.PartialState
+    if getattr(cls._prepare_backend, "_torch_tpu_wrapped", False):
+        return
+    prepare, set_device = cls._prepare_backend, cls.set_device
+    kinds = module.DistributedType
+
+    @functools.wraps(prepare)
+    def _prepare_backend(self, cpu=False, sagemaker_dp=False, backend=None):
+        backend_name, kind = prepare(self, cpu, sagemaker_dp, backend)
+        # Launched by torchrun on tpu: one process per device, collectives
+        # through tpu_dist (accelerate's list ends at the vendors it knows,
+        # and would run every rank alone).
+        if kind == kinds.NO and not cpu and int(os.environ.get("LOCAL_RANK", -1)) != -1 \
+                and int(os.environ.get("WORLD_SIZE", 1)) > 1 and _tpu_is_current():
+            return backend or "tpu_dist", kinds.MULTI_GPU
+        return backend_name, kind
+
+    @functools.wraps(set_device)
+    def _set_device(self):
+        if self.device is None and getattr(self, "backend", None) == "tpu_dist":
+            import torch
+
+            self.device = torch.device("tpu", self.local_process_index % torch.tpu.device_count())
+            torch.tpu.set_device(self.device)
+            return
+        set_device(self)
+
+    _prepare_backend._torch_tpu_wrapped = True
+    cls._prepare_backend = _prepare_backend
+    cls.set_device = _set_device
 
 
 def _tpu_index(device):

@@ -104,3 +104,42 @@ def test_compiled_code_with_collectives(tmp_path):
     compiled FSDP2 blocks match eager."""
     rc, text, results = torchrun(tmp_path, "compiled.py", timeout=600)
     assert_all_passed(rc, text, results, at_least=3)
+
+
+def test_hugging_face_trainer_under_torchrun(tmp_path):
+    """Trainer, unmodified, under torchrun: DDP on tpu over 2 processes logs
+    the losses of the 1-process run with the same global batch, and ends
+    with its weights (float32 tolerance)."""
+    import torch
+
+    out = tmp_path / "result"
+    env = dict(os.environ, TPU_DIST_OUT=str(out))
+    script = os.path.join(WORKERS, "hf_trainer.py")
+    r = subprocess.run([sys.executable, script, "single"], capture_output=True, text=True,
+                       env=env, timeout=300)
+    assert r.returncode == 0, r.stderr[-4000:]
+    rc, text, _ = torchrun(tmp_path, "hf_trainer.py", "ddp")
+    assert rc == 0, text[-4000:]
+    one = torch.load(f"{out}.single.pt")
+    two = torch.load(f"{out}.ddp.pt")
+    assert (one["world"], two["world"]) == (1, 2) and two["device"] == "tpu:0", (one, two)
+    assert len(two["losses"]) == 6
+    torch.testing.assert_close(torch.tensor(two["losses"]), torch.tensor(one["losses"]),
+                               rtol=1e-5, atol=1e-5)
+    for k, v in one["params"].items():
+        torch.testing.assert_close(two["params"][k], v, rtol=1e-4, atol=1e-5, msg=k)
+
+
+def test_accelerate_launch(tmp_path):
+    """`accelerate launch --multi_gpu --num_processes 2` (the flag CUDA users
+    pass) runs a script on tpu with DDP through tpu_dist."""
+    out = tmp_path / "result"
+    env = dict(os.environ, TPU_DIST_OUT=str(out))
+    launcher = os.path.join(os.path.dirname(sys.executable), "accelerate")
+    r = subprocess.run([launcher, "launch", "--multi_gpu", "--num_processes", "2",
+                        "--main_process_port", "0", os.path.join(WORKERS, "accelerate_script.py")],
+                       capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    res = json.loads((tmp_path / "result.accelerate.json").read_text())
+    assert res == {"device": "tpu:0", "processes": 2, "distributed_type": "DistributedType.MULTI_GPU",
+                   "same_weights": True}, res
