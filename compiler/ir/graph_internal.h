@@ -75,6 +75,13 @@ typedef enum tpr_op_e {
   TPR_OP_SET_DIMENSION_SIZE,  // sub = dimension; ints = {restore};
                               // operands = v, size (enter) or v (restore)
   TPR_OP_OPTIMIZATION_BARRIER,  // one operand, its value unchanged
+  // cross-replica collectives (builders_collective.c); ints start with
+  // num_groups, group_size, then the replica ids (row-major)
+  TPR_OP_ALL_REDUCE,       // sub = tpr_reduce_op_t
+  TPR_OP_ALL_GATHER,       // sub = dimension
+  TPR_OP_REDUCE_SCATTER,   // sub = tpr_reduce_op_t; ints end with the dimension
+  TPR_OP_ALL_TO_ALL,       // ints end with split and concat dimensions
+  TPR_OP_COLLECTIVE_PERMUTE,  // ints = num_pairs, (source, target) pairs
   TPR_OP_COUNT_
 } tpr_op_t;
 

@@ -419,22 +419,14 @@ static const char* reduce_body(tpr_reduce_op_t op, tpr_dtype_t d,
   return "stablehlo.add";
 }
 
-static void emit_reduce(emitter_t* e, int ni, const tpr_node_t* n) {
-  tpr_value_t x = operands_of(e, n)[0];
-  tpr_dtype_t d = vtype(e, x)->dtype;
-  uint8_t init[16];
-  const char* body = reduce_body((tpr_reduce_op_t)n->sub, d, init);
-  char name[64], a[32], b[32], r[32];
-  snprintf(name, sizeof name, "%%n%d_init", ni);
-  put_scalar_constant(e, name, d, init);
-  begin(e, n);
-  put(e, "\"stablehlo.reduce\"(");
-  put_value(e, x);
-  putf(e, ", %s) ({\n", name);
+// "({ ^bb0(a, b): r = body(a, b); return r })": the scalar combiner region
+// of reduce, all_reduce and reduce_scatter.
+static void put_combiner(emitter_t* e, int ni, const char* body, tpr_dtype_t d) {
+  char a[32], b[32], r[32];
   snprintf(a, sizeof a, "%%n%d_a", ni);
   snprintf(b, sizeof b, "%%n%d_b", ni);
   snprintf(r, sizeof r, "%%n%d_r", ni);
-  putf(e, "    ^bb0(%s: ", a);
+  putf(e, "({\n    ^bb0(%s: ", a);
   put_scalar_type(e, d);
   putf(e, ", %s: ", b);
   put_scalar_type(e, d);
@@ -442,11 +434,111 @@ static void emit_reduce(emitter_t* e, int ni, const tpr_node_t* n) {
   region_op(e, r, body, a, b, NULL, NULL, d, d);
   const char* rv[1] = {r};
   region_return(e, rv, &d, 1);
-  put(e, "    }) {");
+  put(e, "    })");
+}
+
+static void emit_reduce(emitter_t* e, int ni, const tpr_node_t* n) {
+  tpr_value_t x = operands_of(e, n)[0];
+  tpr_dtype_t d = vtype(e, x)->dtype;
+  uint8_t init[16];
+  const char* body = reduce_body((tpr_reduce_op_t)n->sub, d, init);
+  char name[64];
+  snprintf(name, sizeof name, "%%n%d_init", ni);
+  put_scalar_constant(e, name, d, init);
+  begin(e, n);
+  put(e, "\"stablehlo.reduce\"(");
+  put_value(e, x);
+  putf(e, ", %s) ", name);
+  put_combiner(e, ni, body, d);
+  put(e, " {");
   put_array(e, "dimensions", ints_of(e, n), n->num_ints);
   put(e, "}");
   tpr_type_t it = tpr_type_scalar(d);
   signature(e, n, 1, &it);
+}
+
+// "replica_groups = dense<[[0, 1]]> : tensor<1x2xi64>" from a collective's
+// leading ints; returns how many ints it read.
+static int put_groups(emitter_t* e, const int64_t* ints) {
+  int64_t rows = ints[0], cols = ints[1];
+  put(e, "replica_groups = dense<[");
+  for (int64_t r = 0; r < rows; r++) {
+    put(e, r ? ", [" : "[");
+    put_list(e, ints + 2 + r * cols, (int)cols);
+    put(e, "]");
+  }
+  putf(e, "]> : tensor<%lldx%lldxi64>", (long long)rows, (long long)cols);
+  return (int)(2 + rows * cols);
+}
+
+// all_reduce and reduce_scatter: the op, its combiner region, its groups.
+static void emit_reducing_collective(emitter_t* e, int ni, const tpr_node_t* n,
+                                     const char* op) {
+  tpr_dtype_t d = vtype(e, operands_of(e, n)[0])->dtype;
+  uint8_t unused[16];
+  const char* body = reduce_body((tpr_reduce_op_t)n->sub, d, unused);
+  begin(e, n);
+  call(e, n, op);
+  put(e, " ");
+  put_combiner(e, ni, body, d);
+  put(e, " {");
+  const int64_t* ints = ints_of(e, n);
+  int k = put_groups(e, ints);
+  if (n->op == TPR_OP_REDUCE_SCATTER) putf(e, ", scatter_dimension = %lld : i64", (long long)ints[k]);
+  put(e, "}");
+  signature(e, n, 0, NULL);
+}
+
+static void emit_collective(emitter_t* e, const tpr_node_t* n) {
+  const int64_t* ints = ints_of(e, n);
+  begin(e, n);
+  switch (n->op) {
+    case TPR_OP_ALL_GATHER:
+      call(e, n, "stablehlo.all_gather");
+      putf(e, " {all_gather_dim = %d : i64, ", n->sub);
+      put_groups(e, ints);
+      break;
+    case TPR_OP_ALL_TO_ALL: {
+      call(e, n, "stablehlo.all_to_all");
+      put(e, " {");
+      int k = put_groups(e, ints);
+      putf(e, ", split_dimension = %lld : i64, concat_dimension = %lld : i64, "
+              "split_count = %lld : i64", (long long)ints[k], (long long)ints[k + 1],
+           (long long)ints[1]);
+      break;
+    }
+    default: {  // collective_permute
+      call(e, n, "stablehlo.collective_permute");
+      put(e, " {source_target_pairs = dense<[");
+      for (int64_t i = 0; i < ints[0]; i++) {
+        put(e, i ? ", [" : "[");
+        put_list(e, ints + 1 + 2 * i, 2);
+        put(e, "]");
+      }
+      putf(e, "]> : tensor<%lldx2xi64>", (long long)ints[0]);
+      break;
+    }
+  }
+  put(e, "}");
+  signature(e, n, 0, NULL);
+}
+
+// The replica count a program's collectives span (1 without any).
+static int64_t num_replicas(const tpr_graph_t* g) {
+  int64_t most = 0;
+  for (int i = 0; i < g->num_nodes; i++) {
+    const tpr_node_t* n = &g->nodes[i];
+    const int64_t* ints = g->ints + n->ints;
+    int64_t first = 0, count = 0;
+    if (n->op == TPR_OP_COLLECTIVE_PERMUTE) {
+      first = 1, count = 2 * ints[0];
+    } else if (n->op >= TPR_OP_ALL_REDUCE && n->op <= TPR_OP_ALL_TO_ALL) {
+      first = 2, count = ints[0] * ints[1];
+    }
+    for (int64_t k = 0; k < count; k++)
+      if (ints[first + k] + 1 > most) most = ints[first + k] + 1;
+  }
+  return most ? most : 1;
 }
 
 // Variadic reduce over (values, iota) with a comparator that keeps the
@@ -1197,6 +1289,17 @@ static void emit_node(emitter_t* e, int ni) {
     case TPR_OP_SET_DIMENSION_SIZE:
       emit_set_dimension_size(e, ni, n);
       return;
+    case TPR_OP_ALL_REDUCE:
+      emit_reducing_collective(e, ni, n, "stablehlo.all_reduce");
+      return;
+    case TPR_OP_REDUCE_SCATTER:
+      emit_reducing_collective(e, ni, n, "stablehlo.reduce_scatter");
+      return;
+    case TPR_OP_ALL_GATHER:
+    case TPR_OP_ALL_TO_ALL:
+    case TPR_OP_COLLECTIVE_PERMUTE:
+      emit_collective(e, n);
+      return;
     case TPR_OP_COUNT_:
       return;
   }
@@ -1219,9 +1322,10 @@ tpr_status_t tpr_graph_emit_stablehlo(const tpr_graph_t* g, char** out_text,
       if (g->nodes[i].op == TPR_OP_PARAMETER)
         params[g->nodes[i].sub] = g->nodes[i].first_value;
   }
-  put(&e,
-      "module @tpr attributes {mhlo.num_partitions = 1 : i32, "
-      "mhlo.num_replicas = 1 : i32} {\n  func.func public @main(");
+  putf(&e,
+       "module @tpr attributes {mhlo.num_partitions = 1 : i32, "
+       "mhlo.num_replicas = %lld : i32} {\n  func.func public @main(",
+       (long long)num_replicas(g));
   for (int i = 0; i < g->num_params; i++) {
     putf(&e, "%s%%arg%d: ", i ? ", " : "", i);
     put_type(&e, vtype(&e, params[i]));

@@ -478,6 +478,40 @@ tpr_value_t tpr_view_write(tpr_graph_t* graph, tpr_value_t base, int rank,
                            const int64_t* sizes, const int64_t* strides,
                            int64_t offset, tpr_value_t value);
 
+//===--- cross-replica collectives (builders_collective.c) ---------------===//
+//
+// The device transport's programs: each runs on every replica at once (a
+// program compiled by tpr_executable_compile_replicated and launched by
+// tpr_executable_execute_replicated), and |groups| partitions the replica
+// ids as StableHLO's replica_groups: |num_groups| rows of |group_size| ids.
+// Every replica lists every group, including those it is not in.
+
+typedef struct tpr_replica_groups {
+  int32_t num_groups;
+  int32_t group_size;
+  const int64_t* ids;  // num_groups * group_size replica ids, row-major
+} tpr_replica_groups_t;
+
+// Elementwise |op| (SUM, PROD, MAX, MIN; AND, OR on bool and integers) over
+// the group; every member gets the result.
+tpr_value_t tpr_all_reduce(tpr_graph_t* graph, tpr_value_t v, tpr_reduce_op_t op,
+                           const tpr_replica_groups_t* groups);
+// The members' values concatenated along |dim|, in group order.
+tpr_value_t tpr_all_gather(tpr_graph_t* graph, tpr_value_t v, int dim,
+                           const tpr_replica_groups_t* groups);
+// all_reduce, then member k keeps the k-th of group_size equal slices along
+// |dim| (which group_size must divide).
+tpr_value_t tpr_reduce_scatter(tpr_graph_t* graph, tpr_value_t v, tpr_reduce_op_t op,
+                               int dim, const tpr_replica_groups_t* groups);
+// Member k's value split in group_size slices along |split_dim|; slice j
+// goes to member j, which concatenates what it receives along |concat_dim|.
+tpr_value_t tpr_all_to_all(tpr_graph_t* graph, tpr_value_t v, int split_dim,
+                           int concat_dim, const tpr_replica_groups_t* groups);
+// Replica pairs[2i] sends to pairs[2i+1]; a replica no pair sends to gets
+// zeros. No replica appears twice as a source or twice as a target.
+tpr_value_t tpr_collective_permute(tpr_graph_t* graph, tpr_value_t v, int num_pairs,
+                                   const int64_t* pairs);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif

@@ -195,6 +195,22 @@ tpr_status_t tpr_executable_execute(tpr_executable_t* executable, int ordinal,
                                     const bool* donate, tpr_buffer_t** outputs,
                                     bool wait) TPR_MUST_USE_RESULT;
 
+// Compiles a program of |num_replicas| replicas (1 to 127; its collectives
+// span them: tpr_all_reduce and friends) with replica i on device i.
+tpr_status_t tpr_executable_compile_replicated(tpr_client_t* client, const char* mlir,
+                                               size_t mlir_size, int num_replicas,
+                                               tpr_executable_t** out_executable)
+    TPR_MUST_USE_RESULT;
+
+// Runs a replicated executable on devices 0..num_replicas-1 in one launch
+// (the replicas meet in XLA's rendezvous: launching them one after another
+// from one thread would deadlock) and waits for it. |args| holds one row of
+// |num_args| buffers per replica, each on its replica's device; |outputs|
+// receives one row of num_outputs new buffers per replica.
+tpr_status_t tpr_executable_execute_replicated(tpr_executable_t* executable,
+                                               tpr_buffer_t* const* args, size_t num_args,
+                                               tpr_buffer_t** outputs) TPR_MUST_USE_RESULT;
+
 tpr_executable_t* tpr_executable_retain(tpr_executable_t* executable);
 void tpr_executable_release(tpr_executable_t* executable);  // NULL is fine
 

@@ -86,6 +86,7 @@ static tpr_status_t wrap_loaded(tpr_client_t* client,
   e->loaded = loaded;
   e->num_outputs = n.num_outputs;
   e->num_params = num_params;
+  e->num_replicas = 0;
   e->params = e->sigs + n.num_outputs;
   if (num_params > 0)
     memcpy(e->params, params, (size_t)num_params * sizeof *params);
@@ -95,9 +96,9 @@ static tpr_status_t wrap_loaded(tpr_client_t* client,
 
 //===--- compile ----------------------------------------------------------===//
 
-tpr_status_t tpr_executable_compile(tpr_client_t* client, const char* mlir,
-                                    size_t mlir_size,
-                                    tpr_executable_t** out_executable) {
+static tpr_status_t compile_with(tpr_client_t* client, const char* mlir, size_t mlir_size,
+                                 const char* options, size_t options_size,
+                                 tpr_executable_t** out_executable) {
   if (!out_executable)
     return TPR_ERR(INVALID_ARGUMENT, "out_executable is NULL");
   *out_executable = NULL;
@@ -126,8 +127,8 @@ tpr_status_t tpr_executable_compile(tpr_client_t* client, const char* mlir,
   PJRT_Client_Compile_Args a = {.struct_size = sizeof a,
                                 .client = client->client,
                                 .program = &program,
-                                .compile_options = kCompileOptions,
-                                .compile_options_size = sizeof kCompileOptions};
+                                .compile_options = options,
+                                .compile_options_size = options_size};
   int64_t t0 = tpr_now_ns();
   tpr_status_t s = tpr_pjrt_status(api, api->Client_Compile(&a));
   tpr_stats_note_compile(tpr_now_ns() - t0);
@@ -143,6 +144,33 @@ tpr_status_t tpr_executable_compile(tpr_client_t* client, const char* mlir,
   if (params != stack_params) tpr_free(params);
   return tpr_status_annotate(s, "compiling a StableHLO module (%zu bytes)",
                              mlir_size);
+}
+
+tpr_status_t tpr_executable_compile(tpr_client_t* client, const char* mlir,
+                                    size_t mlir_size,
+                                    tpr_executable_t** out_executable) {
+  return compile_with(client, mlir, mlir_size, kCompileOptions, sizeof kCompileOptions,
+                      out_executable);
+}
+
+tpr_status_t tpr_executable_compile_replicated(tpr_client_t* client, const char* mlir,
+                                               size_t mlir_size, int num_replicas,
+                                               tpr_executable_t** out_executable) {
+  if (out_executable) *out_executable = NULL;
+  if (!client) return TPR_ERR(INVALID_ARGUMENT, "client is NULL");
+  // One varint byte holds the count; a replica per device of the client.
+  if (num_replicas < 1 || num_replicas > 127 || num_replicas > client->num_devices)
+    return TPR_ERR(INVALID_ARGUMENT, "%d replicas on a client of %d devices (1 to %d)",
+                   num_replicas, client->num_devices,
+                   client->num_devices < 127 ? client->num_devices : 127);
+  //   1a 04 20 NN 28 01   executable_build_options {num_replicas: NN,
+  //                                                 num_partitions: 1}
+  // Not portable: replica i runs on device i (the default assignment).
+  const char options[] = {0x1a, 0x04, 0x20, (char)num_replicas, 0x28, 0x01};
+  TPR_RETURN_IF_ERROR(
+      compile_with(client, mlir, mlir_size, options, sizeof options, out_executable));
+  (*out_executable)->num_replicas = num_replicas;
+  return tpr_ok_status();
 }
 
 //===--- serialize --------------------------------------------------------===//
@@ -394,6 +422,9 @@ tpr_status_t tpr_executable_execute(tpr_executable_t* executable, int ordinal,
   if ((num_args && !args) || (nout && !outputs))
     return TPR_ERR(INVALID_ARGUMENT, "args or outputs is NULL");
   for (size_t i = 0; i < nout; i++) outputs[i] = NULL;
+  if (e->num_replicas > 0)
+    return TPR_ERR(INVALID_ARGUMENT, "executable of %d replicas: run it with "
+                   "tpr_executable_execute_replicated", e->num_replicas);
   TPR_RETURN_IF_ERROR(check_args(e, ordinal, args, num_args, donate));
 
   if (!wait && client->launcher) {
@@ -446,6 +477,76 @@ tpr_status_t tpr_executable_execute(tpr_executable_t* executable, int ordinal,
     }
   }
   return s;
+}
+
+tpr_status_t tpr_executable_execute_replicated(tpr_executable_t* executable,
+                                               tpr_buffer_t* const* args, size_t num_args,
+                                               tpr_buffer_t** outputs) {
+  if (!executable) return TPR_ERR(INVALID_ARGUMENT, "executable is NULL");
+  tpr_executable_t* e = executable;
+  int reps = e->num_replicas;
+  if (reps < 1)
+    return TPR_ERR(INVALID_ARGUMENT,
+                   "executable is not replicated (tpr_executable_compile_replicated)");
+  size_t nout = e->num_outputs;
+  if ((num_args && !args) || (nout && !outputs))
+    return TPR_ERR(INVALID_ARGUMENT, "args or outputs is NULL");
+  for (size_t i = 0; i < (size_t)reps * nout; i++) outputs[i] = NULL;
+  for (int r = 0; r < reps; r++)
+    TPR_RETURN_IF_ERROR(tpr_status_annotate(check_args(e, r, args + r * num_args, num_args, NULL),
+                                            "replica %d", r));
+  tpr_client_t* client = e->client;
+  if (client->launcher) tpr_launcher_drain(client->launcher);
+  for (size_t i = 0; i < (size_t)reps * num_args; i++)
+    TPR_RETURN_IF_ERROR(tpr_buffer_resolve(args[i]));
+  // One block: per replica its argument and output lists and events.
+  size_t per = num_args * sizeof(PJRT_Buffer*) + nout * sizeof(PJRT_Buffer*);
+  void* heap = tpr_malloc((size_t)reps * (per + 2 * sizeof(void*) + sizeof(PJRT_Event*)) + 1);
+  if (!heap) return TPR_ERR(RESOURCE_EXHAUSTED, "out of memory");
+  PJRT_Buffer*** in_lists = (PJRT_Buffer***)heap;
+  PJRT_Buffer*** out_lists = in_lists + reps;
+  PJRT_Event** done = (PJRT_Event**)(out_lists + reps);
+  PJRT_Buffer** cells = (PJRT_Buffer**)(done + reps);
+  for (int r = 0; r < reps; r++) {
+    in_lists[r] = cells + (size_t)r * (num_args + nout);
+    out_lists[r] = in_lists[r] + num_args;
+    for (size_t i = 0; i < num_args; i++) in_lists[r][i] = args[r * num_args + i]->buffer;
+    for (size_t i = 0; i < nout; i++) out_lists[r][i] = NULL;
+    done[r] = NULL;
+  }
+  const PJRT_Api* api = client->api;
+  PJRT_ExecuteOptions options = {.struct_size = sizeof options};
+  PJRT_LoadedExecutable_Execute_Args a = {
+      .struct_size = sizeof a,
+      .executable = e->loaded,
+      .options = &options,
+      .argument_lists = (PJRT_Buffer* const* const*)in_lists,
+      .num_devices = (size_t)reps,
+      .num_args = num_args,
+      .output_lists = (PJRT_Buffer** const*)out_lists,
+      .device_complete_events = done,
+      .execute_device = NULL,  // every replica, on its assigned device
+  };
+  tpr_status_t s = tpr_pjrt_status(api, api->LoadedExecutable_Execute(&a));
+  if (tpr_status_is_ok(s)) tpr_stats_note_execution();
+  for (int r = 0; r < reps; r++) {
+    for (size_t i = 0; i < nout; i++) {
+      PJRT_Buffer* b = out_lists[r][i];
+      if (tpr_status_is_ok(s) && b)
+        s = tpr_buffer_wrap(client, r, b, &e->sigs[i], &outputs[r * nout + i]);
+      else
+        tpr_pjrt_buffer_destroy(api, b);
+    }
+    if (done[r]) s = tpr_status_join(s, tpr_pjrt_event_await_destroy(api, done[r]));
+  }
+  tpr_free(heap);
+  if (!tpr_status_is_ok(s)) {
+    for (size_t i = 0; i < (size_t)reps * nout; i++) {
+      tpr_buffer_release(outputs[i]);
+      outputs[i] = NULL;
+    }
+  }
+  return tpr_status_annotate(s, "executing on %d replicas", reps);
 }
 
 tpr_executable_t* tpr_executable_retain(tpr_executable_t* executable) {

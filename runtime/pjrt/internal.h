@@ -74,6 +74,7 @@ struct tpr_executable {
   PJRT_LoadedExecutable* loaded;  // owned
   size_t num_outputs;
   int num_params;            // -1: unknown (no signature in the text)
+  int num_replicas;          // 0: portable (one device, any); else replica i on device i
   tpr_tensor_sig_t* params;  // [num_params], after outputs in |sigs|
   tpr_tensor_sig_t sigs[];   // [num_outputs] outputs, then params
 };
