@@ -55,6 +55,7 @@ py::dict memory_stats(int device) {
   d["num_buffers"] = m.num_buffers;
   d["from_plugin"] = m.from_plugin;
   d["storage_bytes"] = tpr_storage_bytes_in_use(device);
+  d["num_ooms"] = oom_count.load();
   return d;
 }
 

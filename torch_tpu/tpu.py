@@ -160,8 +160,18 @@ def set_rng_state_all(states):
 # -- memory ------------------------------------------------------------------
 
 def memory_stats(device=None):
-    """Runtime memory figures for the device (bytes of live buffers, peak, limit)."""
-    return _C._memory_stats(_index(device))
+    """Runtime memory figures for the device (bytes of live buffers, peak,
+    limit), with the keys of torch.cuda.memory_stats() that training loops
+    read (TorchTitan's memory monitor): ``allocated_bytes``, ``active_bytes``
+    and ``reserved_bytes`` ``.all.current`` / ``.all.peak`` (one figure: PJRT
+    buffers are allocated, active and reserved alike), ``num_alloc_retries``
+    (no caching allocator retries here: 0) and ``num_ooms``."""
+    s = dict(_C._memory_stats(_index(device)))
+    for kind in ("allocated_bytes", "active_bytes", "reserved_bytes"):
+        s[f"{kind}.all.current"] = s["bytes_in_use"]
+        s[f"{kind}.all.peak"] = s["peak_bytes_in_use"]
+    s["num_alloc_retries"] = 0
+    return s
 
 
 def mem_get_info(device=None):

@@ -2,6 +2,7 @@
 
 #include <c10/util/Exception.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -68,12 +69,15 @@ tpr_status_t init_runtime() {
 }
 }  // namespace
 
+std::atomic<int64_t> oom_count{0};
+
 void throw_status(tpr_status_t s) {
   std::string msg = tpr_status_message(s);
   tpr_status_code_t code = tpr_status_code(s);
   tpr_status_free(s);
   switch (code) {
     case TPR_RESOURCE_EXHAUSTED:
+      oom_count++;
       TORCH_CHECK_WITH(OutOfMemoryError, false, "tpu: ", msg);
     case TPR_INVALID_ARGUMENT:
       TORCH_CHECK_VALUE(false, msg);

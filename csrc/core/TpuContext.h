@@ -5,6 +5,7 @@
 #include <c10/core/Device.h>
 #include <c10/core/Storage.h>
 
+#include <atomic>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,9 @@ void ensure_initialized();
 // Like ensure_initialized, but returns false instead of throwing.
 bool try_initialize();
 bool is_initialized();
+
+// Device out-of-memory errors raised so far (memory_stats' num_ooms).
+extern std::atomic<int64_t> oom_count;
 
 // 0 when the runtime cannot start.
 c10::DeviceIndex device_count() noexcept;

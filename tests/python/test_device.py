@@ -99,6 +99,18 @@ def test_memory_figures_are_real():
     assert torch.tpu.memory_allocated() <= during - 4 * 2**20
 
 
+def test_cuda_style_memory_stats_keys():
+    # the torch.cuda.memory_stats() keys training loops read (TorchTitan)
+    x = torch.ones(256, 256, device="tpu")
+    torch.tpu.synchronize()
+    s = torch.tpu.memory_stats()
+    for kind in ("allocated_bytes", "active_bytes", "reserved_bytes"):
+        assert s[f"{kind}.all.current"] == s["bytes_in_use"] >= x.nbytes
+        assert s[f"{kind}.all.peak"] == s["peak_bytes_in_use"] >= s[f"{kind}.all.current"]
+    assert s["num_alloc_retries"] == 0 and s["num_ooms"] >= 0
+    assert torch.tpu.get_device_properties().total_memory == s["bytes_limit"] > 0
+
+
 def test_properties_and_amp():
     p = torch.tpu.get_device_properties(0)
     assert p.total_memory > 0 and p.name

@@ -141,10 +141,10 @@ def test_distributed_example_runs_under_torchrun(tmp_path):
         "ws = [torch.empty_like(w) for _ in range(2)]\n"
         "dist.all_gather(ws, w)\n"
         "assert torch.equal(ws[0].cpu(), ws[1].cpu()) and mesh.device_type == 'tpu'\n"
-        "print('rank', dist.get_rank(), 'ok')\n"
+        f"open(r'{tmp_path}' + f'/ok.{{dist.get_rank()}}', 'w').close()\n"
         "dist.destroy_process_group()\n")
     r = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone",
                         "--nproc_per_node=2", str(script)], capture_output=True, text=True,
                        timeout=300)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    assert "rank 0 ok" in r.stdout and "rank 1 ok" in r.stdout, r.stdout
+    assert (tmp_path / "ok.0").exists() and (tmp_path / "ok.1").exists(), r.stdout
