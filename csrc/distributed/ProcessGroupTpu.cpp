@@ -5,6 +5,7 @@
 #include <c10/util/Exception.h>
 
 #include <cstdlib>
+#include <mutex>
 #include <cstring>
 #include <sstream>
 
@@ -153,6 +154,9 @@ enum Field { kKind, kDtype, kNdim, kNumel, kRoot, kReduce, kDim0, kDescFields = 
 struct ProcessGroupTpu::HostPool {
   std::vector<at::Tensor> bytes;
   size_t next = 0;
+  // Held while a collective uses the pool (DDP issues its all-reduces from
+  // the autograd thread); recursive: a collective may run others inside.
+  std::recursive_mutex mu;
 
   at::Tensor take(const at::Tensor& like) {
     if (like.numel() == 0) return at::empty(like.sizes(), like.options().device(at::kCPU));
@@ -176,9 +180,12 @@ struct ProcessGroupTpu::Call {
   std::vector<at::Tensor> outputs;
 
   HostPool* pool;  // null: fresh buffers (ops that finish after they return)
+  std::unique_lock<std::recursive_mutex> hold;
 
   Call(const char* op, c10d::OpType type, HostPool* pool) : op(op), type(type), pool(pool) {
-    if (pool) pool->next = 0;  // the previous collective has finished
+    if (!pool) return;
+    hold = std::unique_lock<std::recursive_mutex>(pool->mu);
+    pool->next = 0;  // the previous collective has finished
   }
 
   // Where the transport writes a result that |t| will receive (|t| itself
