@@ -5,8 +5,8 @@
 #include <c10/util/Exception.h>
 
 #include <cstdlib>
-#include <mutex>
 #include <cstring>
+#include <mutex>
 #include <sstream>
 
 namespace torch_tpu {
@@ -172,7 +172,6 @@ struct ProcessGroupTpu::Call {
   const char* op;
   c10d::OpType type;
   at::Tensor shaped;        // the tensor whose dtype (and shape) must agree
-  bool same_shape = true;   // every rank passes the same shape
   int64_t root = -1;
   int64_t reduce = -1;
   std::vector<int64_t> send_rows, recv_rows;  // all_to_all: per peer
@@ -193,6 +192,15 @@ struct ProcessGroupTpu::Call {
   at::Tensor host_like(const at::Tensor& t) {
     if (t.is_cpu()) return t;
     return pool ? pool->take(t) : at::empty(t.sizes(), t.options().device(at::kCPU));
+  }
+
+  // Where the transport writes |t|'s result: a dense host tensor (|t|
+  // itself for a dense CPU tensor), written back into |t| when it is done.
+  at::Tensor receive(const at::Tensor& t) {
+    at::Tensor h = host_like(t);
+    if (!h.is_contiguous()) h = h.contiguous();
+    write_back.emplace_back(t, h);
+    return h;
   }
 
   // A host copy of |t| the transport may read and write: a CPU tensor is
@@ -395,12 +403,10 @@ void ProcessGroupTpu::check_agreement(const Call& call) {
                       "); every rank must issue the same collectives in the same order");
     TORCH_CHECK_VALUE(field(r, kDtype) == field(0, kDtype), "tpu_dist ", call.op,
                       ": the ranks passed different dtypes (", all_ranks(), ")");
-    if (call.same_shape) {
-      bool same = field(r, kNumel) == field(0, kNumel) && field(r, kNdim) == field(0, kNdim);
-      for (int i = 0; i < 6 && same; i++) same = field(r, kDim0 + i) == field(0, kDim0 + i);
-      TORCH_CHECK_VALUE(same, "tpu_dist ", call.op, ": the ranks passed different shapes (",
-                        all_ranks(), ")");
-    }
+    bool same = field(r, kNumel) == field(0, kNumel) && field(r, kNdim) == field(0, kNdim);
+    for (int i = 0; i < 6 && same; i++) same = field(r, kDim0 + i) == field(0, kDim0 + i);
+    TORCH_CHECK_VALUE(same, "tpu_dist ", call.op, ": the ranks passed different shapes (",
+                      all_ranks(), ")");
     TORCH_CHECK_VALUE(field(r, kRoot) == field(0, kRoot), "tpu_dist ", call.op,
                       ": the ranks named different roots (rank 0: ", field(0, kRoot),
                       ", rank ", r, ": ", field(r, kRoot), ")");
@@ -452,8 +458,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTpu::broadcast(std::vector<at::Tensor
   call.shaped = tensors[0];
   call.root = opts.rootRank;
   check_agreement(call);
-  std::vector<at::Tensor> host = {call.to_host(tensors[0])};
-  if (rank_ != opts.rootRank) call.write_back.emplace_back(tensors[0], host[0]);
+  // Only the root's value is read; the others only receive.
+  std::vector<at::Tensor> host = {rank_ == opts.rootRank ? call.to_host(tensors[0])
+                                                         : call.receive(tensors[0])};
   call.outputs = tensors;
   TPU_TRANSPORT_OPTS(opts);
   return finish(call, host_->broadcast(host, host_opts));
@@ -519,8 +526,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTpu::allgather(
   std::vector<at::Tensor> host_in = {call.to_host(inputs[0])};
   std::vector<std::vector<at::Tensor>> host_out(1);
   for (auto& o : outputs[0]) {
-    host_out[0].push_back(call.host_like(o));
-    call.write_back.emplace_back(o, host_out[0].back());
+    host_out[0].push_back(call.receive(o));
   }
   call.outputs = outputs[0];
   TPU_TRANSPORT_OPTS(opts);
@@ -539,11 +545,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTpu::_allgather_base(
   call.shaped = input;
   check_agreement(call);
   at::Tensor hin = call.to_host(input);
-  at::Tensor hout = output.is_cpu() && output.is_contiguous() ? output : call.host_like(output);
   // Gloo wants a flat output: gather into rows, then view as |output|.
-  at::Tensor flat_out = hout.view({-1});
+  at::Tensor flat_out = call.receive(output).view({-1});
   at::Tensor flat_in = hin.reshape({-1});
-  if (!output.is_same(hout)) call.write_back.emplace_back(output, hout);
   call.outputs = out;
   TPU_TRANSPORT_OPTS(opts);
   return finish(call, host_->_allgather_base(flat_out, flat_in, host_opts));
@@ -554,7 +558,6 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTpu::allgather_coalesced(
     const c10d::AllgatherOptions& opts) {
   TORCH_CHECK_VALUE(outputs.size() == static_cast<size_t>(size_),
                     "tpu_dist all_gather_coalesced: one output list per rank");
-  std::vector<at::Tensor> results;
   for (size_t i = 0; i < inputs.size(); i++) {
     std::vector<std::vector<at::Tensor>> out(1);
     for (auto& per_rank : outputs) {
@@ -592,8 +595,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTpu::gather(
   if (rank_ == opts.rootRank) {
     host_out.resize(1);
     for (auto& o : outputs[0]) {
-      host_out[0].push_back(call.host_like(o));
-      call.write_back.emplace_back(o, host_out[0].back());
+      host_out[0].push_back(call.receive(o));
     }
     call.outputs = outputs[0];
   }
@@ -617,8 +619,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTpu::scatter(
     host_in.resize(1);
     for (auto& i : inputs[0]) host_in[0].push_back(call.to_host(i));
   }
-  std::vector<at::Tensor> host_out = {call.host_like(outputs[0])};
-  call.write_back.emplace_back(outputs[0], host_out[0]);
+  std::vector<at::Tensor> host_out = {call.receive(outputs[0])};
   call.outputs = outputs;
   TPU_TRANSPORT_OPTS(opts);
   return finish(call, host_->scatter(host_out, host_in, host_opts));
@@ -657,9 +658,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTpu::_reduce_scatter_base(
   if (input.is_cpu() && opts.reduceOp.op_ == c10d::ReduceOp::PREMUL_SUM) hin = hin.clone();
   TPU_TRANSPORT_OPTS(opts);
   host_opts.reduceOp = host_reduce(call.op, opts.reduceOp, hin, input);
-  at::Tensor hout = output.is_cpu() && output.is_contiguous() ? output : call.host_like(output);
-  at::Tensor flat_out = hout.view({-1});
-  if (!output.is_same(hout)) call.write_back.emplace_back(output, hout);
+  at::Tensor flat_out = call.receive(output).view({-1});
   call.outputs = out;
   return finish(call, host_->_reduce_scatter_base(flat_out, hin, host_opts));
 }
@@ -708,8 +707,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTpu::alltoall_base(
                           input.options().device(at::kMeta));
   check_agreement(call);
   at::Tensor hin = call.to_host(input);
-  at::Tensor hout = output.is_cpu() && output.is_contiguous() ? output : call.host_like(output);
-  if (!output.is_same(hout)) call.write_back.emplace_back(output, hout);
+  at::Tensor hout = call.receive(output);
   call.outputs = out;
   TPU_TRANSPORT_OPTS(opts);
   std::vector<int64_t> out_splits = output_splits, in_splits = input_splits;
@@ -772,9 +770,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTpu::recv(std::vector<at::Tensor>& te
   TORCH_CHECK_VALUE(tensors.size() == 1, "tpu_dist recv: one tensor per call");
   TORCH_CHECK_VALUE(src >= 0 && src < size_ && src != rank_, "tpu_dist recv: bad peer rank ",
                     src, " (this is rank ", rank_, " of ", size_, ")");
-  at::Tensor& t = tensors[0];
-  std::vector<at::Tensor> host = {t.is_cpu() && t.is_contiguous() ? t : call.host_like(t).contiguous()};
-  if (!t.is_same(host[0])) call.write_back.emplace_back(t, host[0]);
+  std::vector<at::Tensor> host = {call.receive(tensors[0])};
   call.outputs = tensors;
   return finish(call, host_->recv(host, src, tag), /*defer=*/true);
 }
@@ -784,9 +780,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTpu::recvAnysource(std::vector<at::Te
   Call call("recv", c10d::OpType::RECVANYSOURCE, nullptr);
   check_devices(call.op, {&tensors});
   TORCH_CHECK_VALUE(tensors.size() == 1, "tpu_dist recv: one tensor per call");
-  at::Tensor& t = tensors[0];
-  std::vector<at::Tensor> host = {t.is_cpu() && t.is_contiguous() ? t : call.host_like(t).contiguous()};
-  if (!t.is_same(host[0])) call.write_back.emplace_back(t, host[0]);
+  std::vector<at::Tensor> host = {call.receive(tensors[0])};
   call.outputs = tensors;
   return finish(call, host_->recvAnysource(host, tag), /*defer=*/true);
 }
