@@ -691,28 +691,41 @@ static tpr_type_t ref_type(const tpr_tensor_ref_t* r) {
   return tpr_type_make(r->dtype, r->rank, r->sizes);
 }
 
-tpr_status_t tpr_tensor_write_host(const tpr_tensor_ref_t* ref,
-                                   const void* data, size_t size) {
+// Writes host |data| into the window; |on_done| non-NULL lends |data| to
+// the runtime (tpr_buffer_lend_host) instead of copying it.
+static tpr_status_t write_host(const tpr_tensor_ref_t* ref, void* data,
+                               size_t size, void (*on_done)(void*),
+                               void* ctx) {
   int64_t numel = tpr_tensor_ref_numel(ref);
+  tpr_status_t s = tpr_ok_status();
   if ((size_t)numel * tpr_dtype_size(ref->dtype) != size)
-    return TPR_ERR(INVALID_ARGUMENT, "host copy of %zu bytes into a tensor of %lld %s elements",
-                   size, (long long)numel, tpr_dtype_name(ref->dtype));
-  if (numel == 0) return tpr_ok_status();
-  if (!tpr_eager_client())
-    return TPR_ERR(FAILED_PRECONDITION, "the tpu runtime is not initialized");
+    s = TPR_ERR(INVALID_ARGUMENT, "host copy of %zu bytes into a tensor of %lld %s elements",
+                size, (long long)numel, tpr_dtype_name(ref->dtype));
+  else if (numel > 0 && !tpr_eager_client())
+    s = TPR_ERR(FAILED_PRECONDITION, "the tpu runtime is not initialized");
+  if (!tpr_status_is_ok(s) || numel == 0) {
+    if (on_done) on_done(ctx);
+    return s;
+  }
+  // A write covering the storage replaces its buffer; any other lands
+  // through a temporary buffer of the window's shape.
+  bool whole = covers_storage(ref);
+  const int64_t* dims = whole ? &numel : ref->sizes;
+  int rank = whole ? 1 : ref->rank;
   tpr_buffer_t* b = NULL;
-  if (covers_storage(ref)) {
-    TPR_RETURN_IF_ERROR(tpr_buffer_from_host(tpr_eager_client(), ref->storage->device,
-                                             ref->dtype, &numel, 1, data, &b));
+  TPR_RETURN_IF_ERROR(
+      on_done ? tpr_buffer_lend_host(tpr_eager_client(), ref->storage->device, ref->dtype,
+                                     dims, rank, data, on_done, ctx, &b)
+              : tpr_buffer_from_host(tpr_eager_client(), ref->storage->device, ref->dtype,
+                                     dims, rank, data, &b));
+  if (whole) {
     tpr_eager_lock();
     // The pending graph may read the old contents: run it first.
-    tpr_status_t s = tpr_fused_settle_locked(ref->storage, TPR_CUT_HOST_WRITE);
+    s = tpr_fused_settle_locked(ref->storage, TPR_CUT_HOST_WRITE);
     tpr_storage_swap_buffer(ref->storage, b);
     tpr_eager_unlock();
     return s;
   }
-  TPR_RETURN_IF_ERROR(tpr_buffer_from_host(tpr_eager_client(), ref->storage->device,
-                                           ref->dtype, ref->sizes, ref->rank, data, &b));
   tpr_eager_arg_t a = {0};
   a.arg.kind = TPR_ARG_TENSOR;
   a.buffer = b;
@@ -720,9 +733,22 @@ tpr_status_t tpr_tensor_write_host(const tpr_tensor_ref_t* ref,
   const tpr_tensor_ref_t* targets[1] = {ref};
   tpr_eager_call_t call = {"tpu::copy_from_host", ref->storage->device, &a, 1,
                            &t, 1, targets, lower_identity};
-  tpr_status_t s = tpr_eager_run(&call);
+  s = tpr_eager_run(&call);
   tpr_buffer_release(b);
   return s;
+}
+
+tpr_status_t tpr_tensor_write_host(const tpr_tensor_ref_t* ref,
+                                   const void* data, size_t size) {
+  // (Only read: the copying path never writes |data|.)
+  return write_host(ref, (void*)data, size, NULL, NULL);
+}
+
+tpr_status_t tpr_tensor_lend_host(const tpr_tensor_ref_t* ref, void* data,
+                                  size_t size, void (*on_done)(void* ctx),
+                                  void* ctx) {
+  if (!on_done) return TPR_ERR(INVALID_ARGUMENT, "on_done is NULL");
+  return write_host(ref, data, size, on_done, ctx);
 }
 
 // The storage's buffer once pending work that writes it has run (a new
@@ -778,6 +804,34 @@ tpr_status_t tpr_tensor_read_host(const tpr_tensor_ref_t* ref, void* data,
   tpr_status_t s = tpr_buffer_to_host(b, data, size);
   tpr_buffer_release(b);
   return s;
+}
+
+tpr_status_t tpr_tensor_host_view(const tpr_tensor_ref_t* ref,
+                                  const void** out_data,
+                                  tpr_buffer_t** out_hold) {
+  if (!out_data || !out_hold)
+    return TPR_ERR(INVALID_ARGUMENT, "out_data or out_hold is NULL");
+  *out_data = NULL;
+  *out_hold = NULL;
+  int64_t numel = tpr_tensor_ref_numel(ref);
+  if (numel == 0 || !is_contiguous(ref)) return tpr_ok_status();
+  tpr_buffer_t* b;
+  TPR_RETURN_IF_ERROR(settled_buffer(ref->storage, &b));
+  // The window must be whole elements of the buffer's own dtype.
+  if (!b || tpr_buffer_dtype(b) != ref->dtype || ref->offset < 0 ||
+      ref->offset + numel > tpr_buffer_numel(b)) {
+    tpr_buffer_release(b);
+    return tpr_ok_status();
+  }
+  const void* base;
+  tpr_status_t s = tpr_buffer_host_pointer(b, &base);
+  if (!tpr_status_is_ok(s) || !base) {
+    tpr_buffer_release(b);
+    return s;
+  }
+  *out_data = (const char*)base + (size_t)ref->offset * tpr_dtype_size(ref->dtype);
+  *out_hold = b;
+  return tpr_ok_status();
 }
 
 static tpr_status_t lower_resize(tpr_lower_ctx_t* ctx) {

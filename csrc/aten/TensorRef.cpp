@@ -1,6 +1,10 @@
 #include "aten/TensorRef.h"
 
+#include <ATen/ATen.h>
+
 #include <c10/util/Exception.h>
+
+#include "core/TpuStatus.h"
 
 namespace torch_tpu {
 
@@ -56,6 +60,32 @@ tpr_type_t tensor_type(const at::Tensor& t, const char* op) {
               " are not supported on tpu (max ", TPR_MAX_RANK, ")");
   return tpr_type_make(checked_dtype(t.scalar_type(), op),
                        static_cast<int>(t.dim()), t.sizes().data());
+}
+
+at::Tensor host_view(const at::Tensor& t) {
+  if (t.is_conj() || t.is_neg() || t.numel() == 0) return at::Tensor();
+  tpr_tensor_ref_t r = tensor_ref(t, "copy_");
+  const void* data = nullptr;
+  tpr_buffer_t* hold = nullptr;
+  check(tpr_tensor_host_view(&r, &data, &hold));
+  if (!data) return at::Tensor();
+  return at::from_blob(
+      const_cast<void*>(data), t.sizes(), t.strides(),
+      [hold](void*) { tpr_buffer_release(hold); }, t.options().device(at::kCPU));
+}
+
+void lend_host(const at::Tensor& dst, const at::Tensor& host, void (*on_done)(void*), void* ctx) {
+  tpr_tensor_ref_t r;
+  try {
+    TORCH_CHECK(host.is_cpu() && host.is_contiguous() && host.scalar_type() == dst.scalar_type() &&
+                    host.sizes() == dst.sizes() && !dst.is_conj() && !dst.is_neg(),
+                "lend_host: host data must be dense and match the tpu tensor");
+    r = tensor_ref(dst, "copy_");
+  } catch (...) {
+    on_done(ctx);
+    throw;
+  }
+  check(tpr_tensor_lend_host(&r, host.data_ptr(), host.nbytes(), on_done, ctx));
 }
 
 }  // namespace torch_tpu

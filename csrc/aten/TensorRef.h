@@ -17,4 +17,17 @@ tpr_tensor_ref_t tensor_ref(const at::Tensor& t, const char* op);
 
 tpr_type_t tensor_type(const at::Tensor& t, const char* op);
 
+// Puts |host| (dense, |dst|'s dtype and sizes) into tpu tensor |dst|,
+// lending its memory to the device where the device works in host memory
+// (tpr_tensor_lend_host): on_done(ctx) runs exactly once, when |host|'s
+// memory is the caller's again; until then it must be neither written nor
+// freed. Throws as copy_ would.
+// Tpu tensor |t|'s bytes in place as a read-only CPU tensor, where the
+// device works in host memory and |t| is dense (tpr_tensor_host_view); it
+// keeps them valid while it lives, and nothing may write |t| meanwhile.
+// An undefined tensor where that is not possible (copy instead).
+at::Tensor host_view(const at::Tensor& t);
+
+void lend_host(const at::Tensor& dst, const at::Tensor& host, void (*on_done)(void*), void* ctx);
+
 }  // namespace torch_tpu

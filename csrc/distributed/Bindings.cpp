@@ -32,6 +32,7 @@ void init_distributed_bindings(py::module& m) {
     py::dict d;
     d["collectives"] = s.collectives.load();
     d["staged_bytes"] = s.staged_bytes.load();
+    d["zero_copy_bytes"] = s.zero_copy_bytes.load();
     d["staging_seconds"] = s.staging_ns.load() * 1e-9;
     d["transport_seconds"] = s.transport_ns.load() * 1e-9;
     d["agreement_checks"] = s.checks.load();

@@ -4,10 +4,13 @@
 #include <c10/core/ScalarType.h>
 #include <c10/util/Exception.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <sstream>
+
+#include "aten/TensorRef.h"
 
 namespace torch_tpu {
 
@@ -46,17 +49,36 @@ const char* reduce_name(c10d::ReduceOp::RedOpType op) {
   }
 }
 
-void write_back(std::vector<std::pair<at::Tensor, at::Tensor>>& pairs) {
+void block_returned(void* ctx) {
+  auto* block = static_cast<std::shared_ptr<HostBlock>*>(ctx);
+  (*block)->lent = false;
+  delete block;
+}
+
+// Moves each result into its tpu tensor: a block the device can take as
+// the tensor's memory is lent to it, anything else is copied.
+void write_back(std::vector<WriteBack>& results) {
   auto t0 = Clock::now();
-  bool any = false;
-  for (auto& [dst, src] : pairs) {
-    if (dst.is_same(src)) continue;
-    dst.copy_(src);
-    stats.staged_bytes += static_cast<int64_t>(src.nbytes());
-    any = true;
+  bool copied = false;
+  for (auto& r : results) {
+    if (r.dst.is_same(r.host)) continue;
+    const int64_t n = static_cast<int64_t>(r.host.nbytes());
+    if (r.block && r.host.data_ptr() == r.block->bytes.data_ptr() && r.host.is_contiguous() &&
+        r.dst.device().is_privateuseone() && r.dst.scalar_type() == r.host.scalar_type() &&
+        r.dst.sizes() == r.host.sizes() && !r.dst.is_conj() && !r.dst.is_neg() && n > 0) {
+      r.block->lent = true;
+      lend_host(r.dst, r.host, block_returned, new std::shared_ptr<HostBlock>(r.block));
+      // Returned already: the device copied it (a plugin whose memory is
+      // not the host's; or a view's temporary, already consumed).
+      (r.block->lent ? stats.zero_copy_bytes : stats.staged_bytes) += n;
+      continue;
+    }
+    r.dst.copy_(r.host);
+    stats.staged_bytes += n;
+    copied = true;
   }
-  if (any) stats.staging_ns += ns_since(t0);
-  pairs.clear();
+  if (copied) stats.staging_ns += ns_since(t0);
+  results.clear();
 }
 
 std::string transport_message(const std::exception& e) {
@@ -76,6 +98,7 @@ DistStats& dist_stats() { return stats; }
 void reset_dist_stats() {
   stats.collectives = 0;
   stats.staged_bytes = 0;
+  stats.zero_copy_bytes = 0;
   stats.staging_ns = 0;
   stats.transport_ns = 0;
   stats.checks = 0;
@@ -84,8 +107,7 @@ void reset_dist_stats() {
 // ---------------------------------------------------------------- TpuWork
 
 TpuWork::TpuWork(int rank, c10d::OpType type, std::string name,
-                 c10::intrusive_ptr<c10d::Work> host_work,
-                 std::vector<std::pair<at::Tensor, at::Tensor>> write_back,
+                 c10::intrusive_ptr<c10d::Work> host_work, std::vector<WriteBack> write_back,
                  std::vector<at::Tensor> outputs)
     : c10d::Work(rank, type),
       name_(std::move(name)),
@@ -149,23 +171,49 @@ c10::intrusive_ptr<c10::ivalue::Future> TpuWork::getFuture() { return future_; }
 // all_to_all) the rows it sends to and receives from each rank.
 enum Field { kKind, kDtype, kNdim, kNumel, kRoot, kReduce, kDim0, kDescFields = kDim0 + 6 };
 
-// Host buffers reused from one collective to the next: a fresh buffer of
+// Host blocks reused from one collective to the next: a fresh buffer of
 // tens of MB costs its page faults again on every call.
 struct ProcessGroupTpu::HostPool {
-  std::vector<at::Tensor> bytes;
-  size_t next = 0;
+  std::vector<std::shared_ptr<HostBlock>> blocks;
+  std::vector<const HostBlock*> taken;  // by the collective running now
   // Held while a collective uses the pool (DDP issues its all-reduces from
   // the autograd thread); recursive: a collective may run others inside.
   std::recursive_mutex mu;
 
-  at::Tensor take(const at::Tensor& like) {
-    if (like.numel() == 0) return at::empty(like.sizes(), like.options().device(at::kCPU));
-    const int64_t n = static_cast<int64_t>(like.nbytes());
-    if (next == bytes.size()) bytes.emplace_back();
-    at::Tensor& b = bytes[next++];
-    if (!b.defined() || b.numel() < n) b = at::empty({n}, at::kByte);
-    return b.narrow(0, 0, n).view(like.scalar_type()).view(like.sizes());
+  bool is_free(const std::shared_ptr<HostBlock>& b) const {
+    return !b->lent && std::find(taken.begin(), taken.end(), b.get()) == taken.end();
   }
+
+  // The smallest free block of at least |n| bytes, or a new one. Free
+  // blocks beyond what the largest recent call could use go back to the
+  // allocator (lent blocks come back as their buffers die, so the pool
+  // would otherwise keep a whole training step's results).
+  std::shared_ptr<HostBlock> take(int64_t n) {
+    std::shared_ptr<HostBlock> best;
+    int64_t spare = 0;
+    for (auto& b : blocks) {
+      if (!is_free(b)) continue;
+      const int64_t have = b->bytes.numel();
+      spare += have;
+      if (have >= n && (!best || have < best->bytes.numel())) best = b;
+    }
+    if (!best) {
+      best = std::make_shared<HostBlock>();
+      best->bytes = at::empty({n}, at::kByte);
+      blocks.push_back(best);
+    } else {
+      spare -= best->bytes.numel();
+    }
+    taken.push_back(best.get());
+    const int64_t keep = std::max<int64_t>(kKeepBytes, 2 * n);
+    for (size_t i = blocks.size(); i-- > 0 && spare > keep;) {
+      if (!is_free(blocks[i])) continue;
+      spare -= blocks[i]->bytes.numel();
+      blocks.erase(blocks.begin() + static_cast<std::ptrdiff_t>(i));
+    }
+    return best;
+  }
+  static constexpr int64_t kKeepBytes = 256 << 20;
 };
 
 struct ProcessGroupTpu::Call {
@@ -175,31 +223,43 @@ struct ProcessGroupTpu::Call {
   int64_t root = -1;
   int64_t reduce = -1;
   std::vector<int64_t> send_rows, recv_rows;  // all_to_all: per peer
-  std::vector<std::pair<at::Tensor, at::Tensor>> write_back;
+  std::vector<WriteBack> write_back;
   std::vector<at::Tensor> outputs;
 
-  HostPool* pool;  // null: fresh buffers (ops that finish after they return)
+  HostPool* pool;  // null: fresh blocks (ops that finish after they return)
   std::unique_lock<std::recursive_mutex> hold;
 
   Call(const char* op, c10d::OpType type, HostPool* pool) : op(op), type(type), pool(pool) {
     if (!pool) return;
     hold = std::unique_lock<std::recursive_mutex>(pool->mu);
-    pool->next = 0;  // the previous collective has finished
+    pool->taken.clear();  // the previous collective has finished
   }
 
-  // Where the transport writes a result that |t| will receive (|t| itself
-  // for a CPU tensor).
-  at::Tensor host_like(const at::Tensor& t) {
-    if (t.is_cpu()) return t;
-    return pool ? pool->take(t) : at::empty(t.sizes(), t.options().device(at::kCPU));
+  // A dense host tensor shaped like tpu tensor |t|, in a block of its own.
+  std::pair<at::Tensor, std::shared_ptr<HostBlock>> host_block(const at::Tensor& t) {
+    const int64_t n = static_cast<int64_t>(t.nbytes());
+    if (n == 0) return {at::empty(t.sizes(), t.options().device(at::kCPU)), nullptr};
+    std::shared_ptr<HostBlock> b;
+    if (pool) {
+      b = pool->take(n);
+    } else {
+      b = std::make_shared<HostBlock>();
+      b->bytes = at::empty({n}, at::kByte);
+    }
+    at::Tensor h = b->bytes.narrow(0, 0, n).view(t.scalar_type()).view(t.sizes());
+    return {h, b};
   }
 
   // Where the transport writes |t|'s result: a dense host tensor (|t|
-  // itself for a dense CPU tensor), written back into |t| when it is done.
+  // itself for a dense CPU tensor), moved into |t| when it is done.
   at::Tensor receive(const at::Tensor& t) {
-    at::Tensor h = host_like(t);
-    if (!h.is_contiguous()) h = h.contiguous();
-    write_back.emplace_back(t, h);
+    if (t.is_cpu()) {
+      at::Tensor h = t.is_contiguous() ? t : t.contiguous();
+      write_back.push_back({t, h, nullptr});
+      return h;
+    }
+    auto [h, block] = host_block(t);
+    write_back.push_back({t, h, block});
     return h;
   }
 
@@ -208,7 +268,28 @@ struct ProcessGroupTpu::Call {
   at::Tensor to_host(const at::Tensor& t) {
     if (t.is_cpu()) return t;
     auto t0 = Clock::now();
-    at::Tensor h = host_like(t);
+    at::Tensor h = host_block(t).first;
+    h.copy_(t);
+    stats.staged_bytes += static_cast<int64_t>(t.nbytes());
+    stats.staging_ns += ns_since(t0);
+    return h;
+  }
+
+  // |t|'s value for the transport to read but not write: its bytes in
+  // place where the device works in host memory, else a copy.
+  at::Tensor read(const at::Tensor& t) {
+    if (t.is_cpu()) return t;
+    at::Tensor v = host_view(t);
+    if (!v.defined()) return to_host(t);
+    stats.zero_copy_bytes += static_cast<int64_t>(t.nbytes());
+    return v;
+  }
+
+  // to_host, for a result computed in place: the copy also receives it.
+  at::Tensor to_host_in_place(const at::Tensor& t) {
+    if (t.is_cpu()) return t;
+    at::Tensor h = receive(t);
+    auto t0 = Clock::now();
     h.copy_(t);
     stats.staged_bytes += static_cast<int64_t>(t.nbytes());
     stats.staging_ns += ns_since(t0);
@@ -459,7 +540,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTpu::broadcast(std::vector<at::Tensor
   call.root = opts.rootRank;
   check_agreement(call);
   // Only the root's value is read; the others only receive.
-  std::vector<at::Tensor> host = {rank_ == opts.rootRank ? call.to_host(tensors[0])
+  std::vector<at::Tensor> host = {rank_ == opts.rootRank ? call.read(tensors[0])
                                                          : call.receive(tensors[0])};
   call.outputs = tensors;
   TPU_TRANSPORT_OPTS(opts);
@@ -475,11 +556,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTpu::allreduce(std::vector<at::Tensor
   call.shaped = tensors[0];
   call.reduce = opts.reduceOp.op_;
   check_agreement(call);
-  at::Tensor h = call.to_host(tensors[0]);
+  at::Tensor h = call.to_host_in_place(tensors[0]);
   TPU_TRANSPORT_OPTS(opts);
   host_opts.reduceOp = host_reduce(call.op, opts.reduceOp, h, tensors[0]);
   std::vector<at::Tensor> host = {h};
-  call.write_back.emplace_back(tensors[0], h);
   call.outputs = tensors;
   return finish(call, host_->allreduce(host, host_opts));
 }
@@ -504,11 +584,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTpu::reduce(std::vector<at::Tensor>& 
   call.root = opts.rootRank;
   call.reduce = opts.reduceOp.op_;
   check_agreement(call);
-  at::Tensor h = call.to_host(tensors[0]);
+  at::Tensor h = rank_ == opts.rootRank ? call.to_host_in_place(tensors[0])
+                                         : call.to_host(tensors[0]);
   TPU_TRANSPORT_OPTS(opts);
   host_opts.reduceOp = host_reduce(call.op, opts.reduceOp, h, tensors[0]);
   std::vector<at::Tensor> host = {h};
-  if (rank_ == opts.rootRank) call.write_back.emplace_back(tensors[0], h);
   call.outputs = tensors;
   return finish(call, host_->reduce(host, host_opts));
 }
@@ -523,7 +603,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTpu::allgather(
   check_rank_list(call.op, "output", outputs, inputs[0], size_, true);
   call.shaped = inputs[0];
   check_agreement(call);
-  std::vector<at::Tensor> host_in = {call.to_host(inputs[0])};
+  std::vector<at::Tensor> host_in = {call.read(inputs[0])};
   std::vector<std::vector<at::Tensor>> host_out(1);
   for (auto& o : outputs[0]) {
     host_out[0].push_back(call.receive(o));
@@ -544,7 +624,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTpu::_allgather_base(
                     " must hold ", size_, " inputs ", describe(input));
   call.shaped = input;
   check_agreement(call);
-  at::Tensor hin = call.to_host(input);
+  at::Tensor hin = call.read(input);
   // Gloo wants a flat output: gather into rows, then view as |output|.
   at::Tensor flat_out = call.receive(output).view({-1});
   at::Tensor flat_in = hin.reshape({-1});
@@ -590,7 +670,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTpu::gather(
   call.root = opts.rootRank;
   check_rank_list(call.op, "output", outputs, inputs[0], size_, rank_ == opts.rootRank);
   check_agreement(call);
-  std::vector<at::Tensor> host_in = {call.to_host(inputs[0])};
+  std::vector<at::Tensor> host_in = {call.read(inputs[0])};
   std::vector<std::vector<at::Tensor>> host_out;
   if (rank_ == opts.rootRank) {
     host_out.resize(1);
@@ -617,7 +697,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTpu::scatter(
   check_agreement(call);
   if (rank_ == opts.rootRank) {
     host_in.resize(1);
-    for (auto& i : inputs[0]) host_in[0].push_back(call.to_host(i));
+    for (auto& i : inputs[0]) host_in[0].push_back(call.read(i));
   }
   std::vector<at::Tensor> host_out = {call.receive(outputs[0])};
   call.outputs = outputs;
@@ -706,7 +786,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTpu::alltoall_base(
   call.shaped = at::empty(input.dim() ? input.sizes().slice(1) : input.sizes(),
                           input.options().device(at::kMeta));
   check_agreement(call);
-  at::Tensor hin = call.to_host(input);
+  at::Tensor hin = call.read(input);
   at::Tensor hout = call.receive(output);
   call.outputs = out;
   TPU_TRANSPORT_OPTS(opts);
@@ -758,7 +838,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTpu::send(std::vector<at::Tensor>& te
   TORCH_CHECK_VALUE(tensors.size() == 1, "tpu_dist send: one tensor per call");
   TORCH_CHECK_VALUE(dst >= 0 && dst < size_ && dst != rank_, "tpu_dist send: bad peer rank ",
                     dst, " (this is rank ", rank_, " of ", size_, ")");
-  std::vector<at::Tensor> host = {call.to_host(tensors[0]).contiguous()};
+  std::vector<at::Tensor> host = {call.read(tensors[0]).contiguous()};
   call.outputs = tensors;
   return finish(call, host_->send(host, dst, tag), /*defer=*/true);
 }

@@ -29,7 +29,8 @@ namespace torch_tpu {
 // Process-wide counters for the metrics report.
 struct DistStats {
   std::atomic<int64_t> collectives{0};
-  std::atomic<int64_t> staged_bytes{0};  // device -> host and back
+  std::atomic<int64_t> staged_bytes{0};  // copied device -> host and back
+  std::atomic<int64_t> zero_copy_bytes{0};  // read in place, or results lent to the device
   std::atomic<int64_t> staging_ns{0};    // time in those copies
   std::atomic<int64_t> transport_ns{0};  // time waiting on the transport
   std::atomic<int64_t> checks{0};        // descriptor swaps
@@ -37,14 +38,30 @@ struct DistStats {
 DistStats& dist_stats();
 void reset_dist_stats();
 
+// Host memory the transport works in, 64-byte aligned. Where the device
+// works in host memory (the CPU plugin) a block holding a result becomes
+// the tpu tensor's buffer instead of being copied into one, and is |lent|
+// until that buffer dies; then it serves the next collective.
+struct HostBlock {
+  at::Tensor bytes;  // uint8
+  std::atomic<bool> lent{false};
+};
+
+// A result to move into a tpu tensor once the transport is done: |host|,
+// which is |block|'s memory when it has one.
+struct WriteBack {
+  at::Tensor dst;
+  at::Tensor host;
+  std::shared_ptr<HostBlock> block;
+};
+
 // A finished or pending collective. wait() waits for the transport, then
 // writes the host results into their tpu destinations (on the caller's
 // thread: the device runtime is driven from there).
 class TpuWork : public c10d::Work {
  public:
   TpuWork(int rank, c10d::OpType type, std::string name,
-          c10::intrusive_ptr<c10d::Work> host_work,
-          std::vector<std::pair<at::Tensor, at::Tensor>> write_back,
+          c10::intrusive_ptr<c10d::Work> host_work, std::vector<WriteBack> write_back,
           std::vector<at::Tensor> outputs);
   bool isCompleted() override;
   bool isSuccess() const override;
@@ -55,7 +72,7 @@ class TpuWork : public c10d::Work {
  private:
   std::string name_;
   c10::intrusive_ptr<c10d::Work> host_work_;
-  std::vector<std::pair<at::Tensor, at::Tensor>> write_back_;  // (tpu dst, host src)
+  std::vector<WriteBack> write_back_;
   std::vector<at::Tensor> outputs_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
 };

@@ -98,9 +98,24 @@ int64_t tpr_tensor_ref_numel(const tpr_tensor_ref_t* ref);
 tpr_status_t tpr_tensor_write_host(const tpr_tensor_ref_t* ref,
                                    const void* data, size_t size)
     TPR_MUST_USE_RESULT;
+// As tpr_tensor_write_host, but lends |data| to the runtime instead of
+// copying it where the device works in host memory (tpr_buffer_lend_host:
+// on_done(ctx) runs exactly once, when |data| is the caller's again; until
+// then it must be neither written nor freed).
+tpr_status_t tpr_tensor_lend_host(const tpr_tensor_ref_t* ref, void* data,
+                                  size_t size, void (*on_done)(void* ctx),
+                                  void* ctx) TPR_MUST_USE_RESULT;
 // Copies the window to dense row-major host memory; waits for pending work.
 tpr_status_t tpr_tensor_read_host(const tpr_tensor_ref_t* ref, void* data,
                                   size_t size) TPR_MUST_USE_RESULT;
+// Where device memory is host memory: the window's bytes in place, once
+// pending work that writes it has run, if the window is dense (row-major,
+// the buffer's dtype). *out_hold is a reference that keeps them valid
+// (release it with tpr_buffer_release); until then nothing may write the
+// storage. Otherwise sets both to NULL: read with tpr_tensor_read_host.
+tpr_status_t tpr_tensor_host_view(const tpr_tensor_ref_t* ref,
+                                  const void** out_data,
+                                  tpr_buffer_t** out_hold) TPR_MUST_USE_RESULT;
 // Waits until every buffer of the device is ready (torch.tpu.synchronize).
 tpr_status_t tpr_eager_synchronize(int ordinal) TPR_MUST_USE_RESULT;
 

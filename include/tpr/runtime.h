@@ -140,11 +140,34 @@ tpr_status_t tpr_buffer_from_host(tpr_client_t* client, int ordinal,
                                   tpr_buffer_t** out_buffer)
     TPR_MUST_USE_RESULT;
 
+// Lends dense row-major |data| to a new device buffer of |dtype|[dims].
+// Where device memory is host memory (the CPU plugin) the buffer lives in
+// |data| itself, with no copy, when |data| is 64-byte aligned; otherwise the
+// plugin copies. on_done(ctx) runs exactly once when the runtime no longer
+// needs |data|: before this returns if it copied or failed, else when the
+// buffer and anything that took its memory over (a donation) are gone,
+// possibly on another thread. Until then the caller must neither write nor
+// free |data|.
+tpr_status_t tpr_buffer_lend_host(tpr_client_t* client, int ordinal,
+                                  tpr_dtype_t dtype, const int64_t* dims,
+                                  int rank, void* data,
+                                  void (*on_done)(void* ctx), void* ctx,
+                                  tpr_buffer_t** out_buffer)
+    TPR_MUST_USE_RESULT;
+
 // Waits for |buffer| and copies it to |dst| as dense row-major bytes.
 // |dst_size| must equal tpr_buffer_byte_size. Returns the error of the
 // computation that produced the buffer, if it failed.
 tpr_status_t tpr_buffer_to_host(tpr_buffer_t* buffer, void* dst,
                                 size_t dst_size) TPR_MUST_USE_RESULT;
+
+// Where device memory is host memory (the CPU plugin): waits for |buffer|
+// and sets *out_data to its dense row-major bytes, readable while the
+// caller holds a reference and nothing donates the buffer. Elsewhere, or
+// for an empty buffer, sets NULL (copy with tpr_buffer_to_host instead).
+tpr_status_t tpr_buffer_host_pointer(tpr_buffer_t* buffer,
+                                     const void** out_data)
+    TPR_MUST_USE_RESULT;
 
 // Blocks until |buffer| is ready; returns the producing computation's error.
 tpr_status_t tpr_buffer_await(tpr_buffer_t* buffer) TPR_MUST_USE_RESULT;

@@ -123,6 +123,14 @@ typedef struct {
 typedef struct { TPR_PJRT_ARGS_HEAD; PJRT_Event* event; }
     PJRT_Event_Destroy_Args;
 typedef struct { TPR_PJRT_ARGS_HEAD; PJRT_Event* event; } PJRT_Event_Await_Args;
+// The callback owns |error| (NULL on success) and must destroy it.
+typedef void (*PJRT_Event_OnReadyCallback)(PJRT_Error* error, void* user_arg);
+typedef struct {
+  TPR_PJRT_ARGS_HEAD;
+  PJRT_Event* event;
+  PJRT_Event_OnReadyCallback callback;
+  void* user_arg;
+} PJRT_Event_OnReady_Args;
 
 typedef struct {
   TPR_PJRT_ARGS_HEAD;
@@ -385,7 +393,7 @@ typedef struct PJRT_Api {
   /*   6 */ void* Event_IsReady;
   /*   7 */ void* Event_Error;
   /*   8 */ TPR_PJRT_FN(Event_Await);
-  /*   9 */ void* Event_OnReady;
+  /*   9 */ TPR_PJRT_FN(Event_OnReady);
   /*  10 */ TPR_PJRT_FN(Client_Create);
   /*  11 */ TPR_PJRT_FN(Client_Destroy);
   /*  12 */ PJRT_Error* (*Client_PlatformName)(PJRT_Client_String_Args* args);

@@ -1,5 +1,6 @@
 // Device buffers: host transfers, readiness, reference counts.
 #define _XOPEN_SOURCE 700  // POSIX.1-2008: realpath, mkdtemp, clock_gettime
+#include <stdint.h>
 #include <string.h>
 
 #include "runtime/pjrt/internal.h"
@@ -54,58 +55,159 @@ tpr_status_t tpr_buffer_resolve(tpr_buffer_t* b) {
   return tpr_ok_status();
 }
 
-tpr_status_t tpr_buffer_from_host(tpr_client_t* client, int ordinal,
-                                  tpr_dtype_t dtype, const int64_t* dims,
-                                  int rank, const void* data,
-                                  tpr_buffer_t** out_buffer) {
-  if (!out_buffer) return TPR_ERR(INVALID_ARGUMENT, "out_buffer is NULL");
-  *out_buffer = NULL;
+// Checks a host array's description and fills |sig| and |bytes|: the
+// plugin aborts on an invalid element type, so it is never shown one.
+static tpr_status_t host_array_sig(tpr_client_t* client, int ordinal,
+                                   tpr_dtype_t dtype, const int64_t* dims,
+                                   int rank, const void* data,
+                                   tpr_tensor_sig_t* sig, size_t* bytes) {
   if (!client) return TPR_ERR(INVALID_ARGUMENT, "client is NULL");
   if (ordinal < 0 || ordinal >= client->num_devices)
     return TPR_ERR(INVALID_ARGUMENT, "device ordinal %d out of range [0, %d)",
                    ordinal, client->num_devices);
-  // An invalid element type makes the plugin abort: check it here.
   if (!tpr_dtype_is_valid(dtype) || tpr_dtype_size(dtype) == 0)
     return TPR_ERR(INVALID_ARGUMENT, "invalid dtype %d", (int)dtype);
   if (rank < 0 || rank > TPR_MAX_RANK)
     return TPR_ERR(INVALID_ARGUMENT, "rank %d not in [0, %d]", rank,
                    TPR_MAX_RANK);
   if (rank > 0 && !dims) return TPR_ERR(INVALID_ARGUMENT, "dims is NULL");
-  tpr_tensor_sig_t sig = {.dtype = dtype, .rank = rank};
-  size_t bytes = tpr_dtype_size(dtype);
+  *sig = (tpr_tensor_sig_t){.dtype = dtype, .rank = rank};
+  size_t n = tpr_dtype_size(dtype);
   for (int i = 0; i < rank; i++) {
     if (dims[i] < 0)
       return TPR_ERR(INVALID_ARGUMENT, "negative dim %lld",
                      (long long)dims[i]);
-    if (!tpr_mul_size(bytes, (size_t)dims[i], &bytes) || bytes > INT64_MAX)
+    if (!tpr_mul_size(n, (size_t)dims[i], &n) || n > INT64_MAX)
       return TPR_ERR(INVALID_ARGUMENT, "array of %s too large",
                      tpr_dtype_name(dtype));
-    sig.dims[i] = dims[i];
+    sig->dims[i] = dims[i];
   }
-  if (!data && bytes > 0) return TPR_ERR(INVALID_ARGUMENT, "data is NULL");
-  static const int64_t kZero = 0;  // any valid address for empty arrays
+  if (!data && n > 0) return TPR_ERR(INVALID_ARGUMENT, "data is NULL");
+  *bytes = n;
+  return tpr_ok_status();
+}
 
-  // kImmutableOnlyDuringCall: the plugin copies before returning, so |data|
-  // is free at once and there is nothing to wait for. (The CPU plugin's
-  // zero-copy path needs 64-byte aligned data the caller keeps alive, which
-  // this API does not promise.)
+static const int64_t kZero = 0;  // any valid address for empty arrays
+
+static tpr_status_t from_host(tpr_client_t* client, int ordinal,
+                              const tpr_tensor_sig_t* sig, size_t bytes,
+                              const void* data,
+                              PJRT_HostBufferSemantics semantics,
+                              PJRT_Event** done, tpr_buffer_t** out_buffer) {
   const PJRT_Api* api = client->api;
   PJRT_Client_BufferFromHostBuffer_Args a = {
       .struct_size = sizeof a,
       .client = client->client,
       .data = data ? data : &kZero,
-      .type = dtype,
-      .dims = rank ? sig.dims : NULL,
-      .num_dims = (size_t)rank,
-      .host_buffer_semantics =
-          PJRT_HostBufferSemantics_kImmutableOnlyDuringCall,
+      .type = sig->dtype,
+      .dims = sig->rank ? sig->dims : NULL,
+      .num_dims = (size_t)sig->rank,
+      .host_buffer_semantics = semantics,
       .device = client->devices[ordinal].device,
   };
   TPR_RETURN_IF_ERROR(
       tpr_pjrt_status(api, api->Client_BufferFromHostBuffer(&a)));
-  tpr_pjrt_event_destroy(api, a.done_with_host_buffer);
+  if (done)
+    *done = a.done_with_host_buffer;
+  else
+    tpr_pjrt_event_destroy(api, a.done_with_host_buffer);
   tpr_stats_note_h2d((int64_t)bytes);
-  return tpr_buffer_wrap(client, ordinal, a.buffer, &sig, out_buffer);
+  return tpr_buffer_wrap(client, ordinal, a.buffer, sig, out_buffer);
+}
+
+tpr_status_t tpr_buffer_from_host(tpr_client_t* client, int ordinal,
+                                  tpr_dtype_t dtype, const int64_t* dims,
+                                  int rank, const void* data,
+                                  tpr_buffer_t** out_buffer) {
+  if (!out_buffer) return TPR_ERR(INVALID_ARGUMENT, "out_buffer is NULL");
+  *out_buffer = NULL;
+  tpr_tensor_sig_t sig;
+  size_t bytes;
+  TPR_RETURN_IF_ERROR(
+      host_array_sig(client, ordinal, dtype, dims, rank, data, &sig, &bytes));
+  // kImmutableOnlyDuringCall: the plugin copies before returning, so |data|
+  // is free at once and there is nothing to wait for.
+  return from_host(client, ordinal, &sig, bytes, data,
+                   PJRT_HostBufferSemantics_kImmutableOnlyDuringCall, NULL,
+                   out_buffer);
+}
+
+typedef struct lend {
+  const PJRT_Api* api;
+  void (*on_done)(void*);
+  void* ctx;
+} lend_t;
+
+static void lend_returned(PJRT_Error* error, void* arg) {
+  lend_t* l = (lend_t*)arg;
+  // Nothing to report: the memory is the caller's again either way.
+  if (error) tpr_status_free(tpr_pjrt_status(l->api, error));
+  l->on_done(l->ctx);
+  tpr_free(l);
+}
+
+tpr_status_t tpr_buffer_lend_host(tpr_client_t* client, int ordinal,
+                                  tpr_dtype_t dtype, const int64_t* dims,
+                                  int rank, void* data,
+                                  void (*on_done)(void* ctx), void* ctx,
+                                  tpr_buffer_t** out_buffer) {
+  tpr_status_t s = tpr_ok_status();
+  if (!out_buffer) s = TPR_ERR(INVALID_ARGUMENT, "out_buffer is NULL");
+  if (!on_done && tpr_status_is_ok(s))
+    s = TPR_ERR(INVALID_ARGUMENT, "on_done is NULL");
+  if (!tpr_status_is_ok(s)) {
+    if (on_done) on_done(ctx);
+    return s;
+  }
+  *out_buffer = NULL;
+  tpr_tensor_sig_t sig;
+  size_t bytes = 0;
+  s = host_array_sig(client, ordinal, dtype, dims, rank, data, &sig, &bytes);
+  // The buffer can live in |data| itself where device memory is host
+  // memory: the CPU plugin aliases 64-byte aligned dense arrays (it copies
+  // others). kMutableZeroCopy, because an execution may later take the
+  // buffer over by donation and write its result there.
+  const PJRT_Api* api = tpr_status_is_ok(s) ? client->api : NULL;
+  bool alias = api && bytes > 0 &&
+               client->plugin->info.kind == TPR_PLUGIN_KIND_CPU &&
+               ((uintptr_t)data % 64) == 0 && TPR_PJRT_HAS(api, Event_OnReady);
+  lend_t* l = alias ? (lend_t*)tpr_malloc(sizeof *l) : NULL;
+  if (!l) {  // a copy: |data| is the caller's again when this returns
+    if (tpr_status_is_ok(s))
+      s = from_host(client, ordinal, &sig, bytes, data,
+                    PJRT_HostBufferSemantics_kImmutableOnlyDuringCall, NULL,
+                    out_buffer);
+    on_done(ctx);
+    return s;
+  }
+  *l = (lend_t){.api = api, .on_done = on_done, .ctx = ctx};
+  PJRT_Event* done = NULL;
+  s = from_host(client, ordinal, &sig, bytes, data,
+                PJRT_HostBufferSemantics_kMutableZeroCopy, &done, out_buffer);
+  if (!tpr_status_is_ok(s)) {
+    tpr_free(l);
+    on_done(ctx);
+    return s;
+  }
+  // The event fires once the plugin lets go of |data|: at once if it
+  // copied after all, else when the memory's last owner is destroyed.
+  PJRT_Event_OnReady_Args r = {.struct_size = sizeof r,
+                               .event = done,
+                               .callback = lend_returned,
+                               .user_arg = l};
+  tpr_status_t rs = tpr_pjrt_status(api, api->Event_OnReady(&r));
+  if (!tpr_status_is_ok(rs)) {
+    // No callback will come: wait for the plugin to let go of |data| by
+    // dropping the buffer, then report the failure.
+    tpr_buffer_release(*out_buffer);
+    *out_buffer = NULL;
+    tpr_status_free(tpr_pjrt_event_await_destroy(api, done));
+    tpr_free(l);
+    on_done(ctx);
+    return rs;
+  }
+  tpr_pjrt_event_destroy(api, done);
+  return tpr_ok_status();
 }
 
 static tpr_status_t check_alive(const tpr_buffer_t* b) {
@@ -187,6 +289,29 @@ tpr_status_t tpr_buffer_to_host(tpr_buffer_t* buffer, void* dst,
   TPR_RETURN_IF_ERROR(tpr_pjrt_status(api, api->Buffer_ToHostBuffer(&a)));
   TPR_RETURN_IF_ERROR(tpr_pjrt_event_await_destroy(api, a.event));
   tpr_stats_note_d2h((int64_t)bytes);
+  return tpr_ok_status();
+}
+
+tpr_status_t tpr_buffer_host_pointer(tpr_buffer_t* buffer,
+                                     const void** out_data) {
+  if (!out_data) return TPR_ERR(INVALID_ARGUMENT, "out_data is NULL");
+  *out_data = NULL;
+  if (!buffer) return TPR_ERR(INVALID_ARGUMENT, "buffer is NULL");
+  if (!atomic_load_explicit(&buffer->client->host_pointer_reads,
+                            memory_order_relaxed) ||
+      tpr_buffer_byte_size(buffer) == 0)
+    return tpr_ok_status();
+  TPR_RETURN_IF_ERROR(tpr_buffer_await(buffer));
+  const PJRT_Api* api = buffer->client->api;
+  PJRT_Buffer_UnsafePointer_Args p = {.struct_size = sizeof p,
+                                      .buffer = buffer->buffer};
+  tpr_status_t s = tpr_pjrt_status(api, api->Buffer_UnsafePointer(&p));
+  if (!tpr_status_is_ok(s)) {  // not offered after all: copy from now on
+    tpr_status_free(s);
+    atomic_store(&buffer->client->host_pointer_reads, false);
+    return tpr_ok_status();
+  }
+  *out_data = (const void*)p.buffer_pointer;
   return tpr_ok_status();
 }
 

@@ -2,8 +2,10 @@
 #define _XOPEN_SOURCE 700  // POSIX.1-2008: realpath, mkdtemp, clock_gettime
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "runtime/internal.h"
@@ -514,6 +516,71 @@ TPR_TEST(runtime_donation_kills_the_input) {
   tpr_buffer_release(out);
   tpr_executable_release(e);
   tpr_client_destroy(c);
+}
+
+static void count_return(void* ctx) { atomic_fetch_add((atomic_int*)ctx, 1); }
+
+// Waits up to 5 s for |n| to reach |want| (the plugin may let go of lent
+// memory from one of its own threads, shortly after the last owner dies).
+static bool returned(atomic_int* n, int want) {
+  struct timespec ms = {0, 1000000};
+  for (int i = 0; i < 5000 && atomic_load(n) < want; i++) nanosleep(&ms, NULL);
+  return atomic_load(n) == want;
+}
+
+TPR_TEST(runtime_lent_host_memory_is_the_buffer) {
+  tpr_client_t* c;
+  CHECK_OK(fixture_client(1, &c));
+  tpr_executable_t* e;
+  CHECK_OK(fixture_compile(c, DONATING_ADD, &e));
+  float* x = (float*)aligned_alloc(64, 64);
+  float y[4] = {1, 1, 1, 1}, r[4];
+  for (int i = 0; i < 4; i++) x[i] = (float)(i + 1);
+  atomic_int back = 0;
+  int64_t n = 4;
+  tpr_buffer_t *bx, *by, *out;
+  CHECK_OK(tpr_buffer_lend_host(c, 0, TPR_DTYPE_F32, &n, 1, x, count_return,
+                                &back, &bx));
+  // The CPU plugin keeps the buffer in |x|: still lent while it lives.
+  CHECK(atomic_load(&back) == 0);
+  CHECK_OK(tpr_buffer_to_host(bx, r, sizeof r));
+  CHECK(r[0] == 1 && r[3] == 4);
+  // Donated, the memory becomes the output's: still lent.
+  CHECK_OK(fixture_f32(c, 0, y, 4, &by));
+  tpr_buffer_t* args[2] = {bx, by};
+  bool donate[2] = {true, false};
+  CHECK_OK(tpr_executable_execute(e, 0, args, 2, donate, &out, false));
+  tpr_buffer_release(bx);
+  CHECK_OK(tpr_buffer_to_host(out, r, sizeof r));
+  CHECK(r[0] == 2 && r[3] == 5);
+  CHECK(x[0] == 2 && x[3] == 5);  // the result was written in place
+  CHECK(atomic_load(&back) == 0);
+  tpr_buffer_release(out);
+  CHECK(returned(&back, 1));
+
+  // Memory the plugin cannot alias (not 64-byte aligned) is copied and
+  // returned at once; so is memory of a call that fails.
+  float* odd = x + 1;
+  odd[0] = 7;
+  CHECK_OK(tpr_buffer_lend_host(c, 0, TPR_DTYPE_F32, &n, 1, odd, count_return,
+                                &back, &bx));
+  CHECK(atomic_load(&back) == 2);
+  odd[0] = 8;
+  CHECK_OK(tpr_buffer_to_host(bx, r, sizeof r));
+  CHECK(r[0] == 7);
+  tpr_buffer_release(bx);
+  int64_t bad = -1;
+  CHECK_STATUS(tpr_buffer_lend_host(c, 0, TPR_DTYPE_F32, &bad, 1, x,
+                                    count_return, &back, &bx),
+               TPR_INVALID_ARGUMENT);
+  CHECK(atomic_load(&back) == 3);
+  CHECK_STATUS(tpr_buffer_lend_host(c, 0, TPR_DTYPE_F32, &n, 1, x, NULL,
+                                    NULL, &bx),
+               TPR_INVALID_ARGUMENT);
+  tpr_buffer_release(by);
+  tpr_executable_release(e);
+  tpr_client_destroy(c);
+  free(x);
 }
 
 TPR_TEST(runtime_serialize_roundtrip) {

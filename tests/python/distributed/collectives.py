@@ -330,6 +330,65 @@ def barrier():
     tpu_only.monitored_barrier(datetime.timedelta(seconds=30), wait_all_ranks=True)
 
 
+def results_keep_their_memory():
+    """Where the device works in host memory (the CPU plugin) a result is
+    not copied into the tpu tensor: the transport's host block becomes the
+    tensor's buffer, and serves another collective only once that buffer is
+    gone. Earlier results keep their values while later collectives run,
+    through eager in-place updates and compiled ones (which donate the
+    buffer), and inputs read in place stay as they were."""
+    from torch_tpu import distributed as tpu_dist_stats
+
+    n = 1 << 14
+    xs = [sample((n,), torch.float32, 60 + i) for i in range(3)]
+    expect = [x.clone() for x in xs]
+    for e in expect:
+        dist.all_reduce(e)
+    before = tpu_dist_stats.stats()
+    ts = [x.to(dev) for x in xs]
+    for t in ts:
+        dist.all_reduce(t)
+    for t, e in zip(ts, expect):
+        same(t, e)
+    after = tpu_dist_stats.stats()
+    # every result lent, each input copied once (all_reduce works in place)
+    assert after["zero_copy_bytes"] - before["zero_copy_bytes"] == 3 * n * 4, (before, after)
+    assert after["staged_bytes"] - before["staged_bytes"] == 3 * n * 4, (before, after)
+    first, _, last = ts
+    first.mul_(2)
+    del ts, _  # the middle result dies: its block serves the next ones
+    more = [sample((n,), torch.float32, 70 + i).to(dev) for i in range(2)]
+    for m in more:
+        dist.all_reduce(m)
+    same(first, expect[0] * 2)
+    same(last, expect[2])
+    bump = torch.compile(lambda z: z.add_(1), backend="tpu")
+    bump(last)
+    again = sample((n,), torch.float32, 80).to(dev)
+    dist.all_reduce(again)
+    same(last, expect[2] + 1)
+    # read in place: the input of an all_gather and a broadcast root keep
+    # their values, also when the input is a window of the output (FSDP2)
+    x = sample((n,), torch.float32, 81)
+    t = x.to(dev)
+    out = torch.empty(world * n, device=dev)
+    dist.all_gather_into_tensor(out, t)
+    same(t, x)
+    same(out[rank * n:(rank + 1) * n], x)
+    buf = torch.zeros(world * n, device=dev)
+    buf[rank * n:(rank + 1) * n].copy_(t)
+    dist.all_gather_into_tensor(buf, buf[rank * n:(rank + 1) * n])
+    same(buf, out.cpu())
+    for src in range(world):
+        t = x.to(dev)
+        dist.broadcast(t, src=src)
+        g = torch.Generator().manual_seed(1000 * src + 81)
+        same(t, torch.randn((n,), generator=g))
+
+
+report.check("results keep their memory", results_keep_their_memory)
+
+
 for dtype in [torch.float32, torch.bfloat16, torch.int64, torch.bool]:
     for src in range(world):
         report.check(f"broadcast {dtype} src={src}", lambda d=dtype, s=src: broadcast(d, s))
