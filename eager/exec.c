@@ -806,6 +806,15 @@ tpr_status_t tpr_tensor_read_host(const tpr_tensor_ref_t* ref, void* data,
   return s;
 }
 
+tpr_status_t tpr_tensor_await(const tpr_tensor_ref_t* ref) {
+  tpr_buffer_t* b;
+  TPR_RETURN_IF_ERROR(settled_buffer(ref->storage, &b));
+  if (!b) return tpr_ok_status();  // never written: nothing to wait for
+  tpr_status_t s = tpr_buffer_await(b);
+  tpr_buffer_release(b);
+  return s;
+}
+
 tpr_status_t tpr_tensor_host_view(const tpr_tensor_ref_t* ref,
                                   const void** out_data,
                                   tpr_buffer_t** out_hold) {

@@ -33,8 +33,11 @@ def metrics_report():
         f"{s.get('compiled_recompiles', 0)} recompiles, {s['program_runs']} runs, "
         f"{s['donated_buffers']} donated buffers",
         f"tpu_dist: {s.get('dist_collectives', 0)} collectives, "
-        f"{_mib(s.get('dist_staged_bytes', 0))} staged between device and host in "
-        f"{s.get('dist_staging_seconds', 0.0):.3f} s, {s.get('dist_transport_seconds', 0.0):.3f} s "
+        f"{_mib(s.get('dist_staged_bytes', 0))} copied between device and host in "
+        f"{s.get('dist_staging_seconds', 0.0):.3f} s, "
+        f"{_mib(s.get('dist_zero_copy_bytes', 0))} without a copy, "
+        f"{s.get('dist_compute_wait_seconds', 0.0):.3f} s waiting for inputs to be computed, "
+        f"{s.get('dist_transport_seconds', 0.0):.3f} s "
         f"waiting on the transport, {s.get('dist_agreement_checks', 0)} agreement checks",
         "CPU fallbacks: " + (", ".join(f"{op} x{n}" for op, n in
                                        sorted(s["fallbacks"].items())) or "none"),

@@ -62,6 +62,12 @@ tpr_type_t tensor_type(const at::Tensor& t, const char* op) {
                        static_cast<int>(t.dim()), t.sizes().data());
 }
 
+void await_value(const at::Tensor& t) {
+  if (t.numel() == 0) return;
+  tpr_tensor_ref_t r = tensor_ref(t, "copy_");
+  check(tpr_tensor_await(&r));
+}
+
 at::Tensor host_view(const at::Tensor& t) {
   if (t.is_conj() || t.is_neg() || t.numel() == 0) return at::Tensor();
   tpr_tensor_ref_t r = tensor_ref(t, "copy_");

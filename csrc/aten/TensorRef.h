@@ -22,6 +22,9 @@ tpr_type_t tensor_type(const at::Tensor& t, const char* op);
 // (tpr_tensor_lend_host): on_done(ctx) runs exactly once, when |host|'s
 // memory is the caller's again; until then it must be neither written nor
 // freed. Throws as copy_ would.
+// Waits until tpu tensor |t|'s value is computed (tpr_tensor_await).
+void await_value(const at::Tensor& t);
+
 // Tpu tensor |t|'s bytes in place as a read-only CPU tensor, where the
 // device works in host memory and |t| is dense (tpr_tensor_host_view); it
 // keeps them valid while it lives, and nothing may write |t| meanwhile.

@@ -35,6 +35,7 @@ void init_distributed_bindings(py::module& m) {
     d["zero_copy_bytes"] = s.zero_copy_bytes.load();
     d["staging_seconds"] = s.staging_ns.load() * 1e-9;
     d["transport_seconds"] = s.transport_ns.load() * 1e-9;
+    d["compute_wait_seconds"] = s.compute_wait_ns.load() * 1e-9;
     d["agreement_checks"] = s.checks.load();
     return d;
   });

@@ -49,6 +49,18 @@ const char* reduce_name(c10d::ReduceOp::RedOpType op) {
   }
 }
 
+bool env_off(const char* name) {
+  const char* v = std::getenv(name);
+  return v && (std::strcmp(v, "0") == 0 || std::strcmp(v, "false") == 0);
+}
+
+// TORCH_TPU_DIST_ZERO_COPY=0 copies every staged tensor (to compare, or
+// to rule the zero-copy paths out when chasing a problem).
+bool zero_copy() {
+  static const bool on = !env_off("TORCH_TPU_DIST_ZERO_COPY");
+  return on;
+}
+
 void block_returned(void* ctx) {
   auto* block = static_cast<std::shared_ptr<HostBlock>*>(ctx);
   (*block)->lent = false;
@@ -63,7 +75,7 @@ void write_back(std::vector<WriteBack>& results) {
   for (auto& r : results) {
     if (r.dst.is_same(r.host)) continue;
     const int64_t n = static_cast<int64_t>(r.host.nbytes());
-    if (r.block && r.host.data_ptr() == r.block->bytes.data_ptr() && r.host.is_contiguous() &&
+    if (zero_copy() && r.block && r.host.data_ptr() == r.block->bytes.data_ptr() && r.host.is_contiguous() &&
         r.dst.device().is_privateuseone() && r.dst.scalar_type() == r.host.scalar_type() &&
         r.dst.sizes() == r.host.sizes() && !r.dst.is_conj() && !r.dst.is_neg() && n > 0) {
       r.block->lent = true;
@@ -86,10 +98,6 @@ std::string transport_message(const std::exception& e) {
   return e.what();
 }
 
-bool env_off(const char* name) {
-  const char* v = std::getenv(name);
-  return v && (std::strcmp(v, "0") == 0 || std::strcmp(v, "false") == 0);
-}
 
 }  // namespace
 
@@ -100,6 +108,7 @@ void reset_dist_stats() {
   stats.staged_bytes = 0;
   stats.zero_copy_bytes = 0;
   stats.staging_ns = 0;
+  stats.compute_wait_ns = 0;
   stats.transport_ns = 0;
   stats.checks = 0;
 }
@@ -267,11 +276,8 @@ struct ProcessGroupTpu::Call {
   // used as is (it is already where Gloo works), a tpu one is read once.
   at::Tensor to_host(const at::Tensor& t) {
     if (t.is_cpu()) return t;
-    auto t0 = Clock::now();
     at::Tensor h = host_block(t).first;
-    h.copy_(t);
-    stats.staged_bytes += static_cast<int64_t>(t.nbytes());
-    stats.staging_ns += ns_since(t0);
+    copy_in(h, t);
     return h;
   }
 
@@ -279,20 +285,35 @@ struct ProcessGroupTpu::Call {
   // place where the device works in host memory, else a copy.
   at::Tensor read(const at::Tensor& t) {
     if (t.is_cpu()) return t;
-    at::Tensor v = host_view(t);
+    wait_for(t);
+    at::Tensor v = zero_copy() ? host_view(t) : at::Tensor();
     if (!v.defined()) return to_host(t);
     stats.zero_copy_bytes += static_cast<int64_t>(t.nbytes());
     return v;
+  }
+
+  // Waits for the device to compute |t| (counted apart from the copies:
+  // in DDP that is the backward pass still running).
+  static void wait_for(const at::Tensor& t) {
+    auto t0 = Clock::now();
+    await_value(t);
+    stats.compute_wait_ns += ns_since(t0);
+  }
+
+  static void copy_in(at::Tensor& h, const at::Tensor& t) {
+    wait_for(t);
+    auto t0 = Clock::now();
+    at::Tensor v = zero_copy() ? host_view(t) : at::Tensor();
+    h.copy_(v.defined() ? v : t);
+    stats.staged_bytes += static_cast<int64_t>(t.nbytes());
+    stats.staging_ns += ns_since(t0);
   }
 
   // to_host, for a result computed in place: the copy also receives it.
   at::Tensor to_host_in_place(const at::Tensor& t) {
     if (t.is_cpu()) return t;
     at::Tensor h = receive(t);
-    auto t0 = Clock::now();
-    h.copy_(t);
-    stats.staged_bytes += static_cast<int64_t>(t.nbytes());
-    stats.staging_ns += ns_since(t0);
+    copy_in(h, t);
     return h;
   }
 };

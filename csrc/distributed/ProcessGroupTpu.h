@@ -32,6 +32,7 @@ struct DistStats {
   std::atomic<int64_t> staged_bytes{0};  // copied device -> host and back
   std::atomic<int64_t> zero_copy_bytes{0};  // read in place, or results lent to the device
   std::atomic<int64_t> staging_ns{0};    // time in those copies
+  std::atomic<int64_t> compute_wait_ns{0};  // waiting for the device to compute an input
   std::atomic<int64_t> transport_ns{0};  // time waiting on the transport
   std::atomic<int64_t> checks{0};        // descriptor swaps
 };

@@ -108,6 +108,9 @@ tpr_status_t tpr_tensor_lend_host(const tpr_tensor_ref_t* ref, void* data,
 // Copies the window to dense row-major host memory; waits for pending work.
 tpr_status_t tpr_tensor_read_host(const tpr_tensor_ref_t* ref, void* data,
                                   size_t size) TPR_MUST_USE_RESULT;
+// Waits until the window's value is computed: pending work that writes
+// its storage has run and the buffer is ready. Returns that work's error.
+tpr_status_t tpr_tensor_await(const tpr_tensor_ref_t* ref) TPR_MUST_USE_RESULT;
 // Where device memory is host memory: the window's bytes in place, once
 // pending work that writes it has run, if the window is dense (row-major,
 // the buffer's dtype). *out_hold is a reference that keeps them valid
