@@ -57,9 +57,10 @@ def stats():
     # programs: lowered from FX graphs; cache_loads: replayed from AOTAutograd
     # cache entries; cache_stores: entries written.
     # bucketed: programs built at bounds of changing sizes; specializations:
-    # built per exact size (an op could not run padded).
+    # built per exact size (an op could not run padded). collective_cuts:
+    # runs of collectives a graph was cut around (they run eagerly).
     for k in ("graphs", "programs", "recompiles", "bucketed", "specializations",
-              "cache_loads", "cache_stores"):
+              "cache_loads", "cache_stores", "collective_cuts"):
         d.setdefault("compiled_" + k, 0)
     d.setdefault("compiled_seconds", 0.0)
     d.setdefault("compiled_xla_seconds", 0.0)
@@ -675,9 +676,13 @@ def tpu_backend(gm, example_inputs, **kwargs):
     _gc_pause.register()
     if kwargs.get("options"):
         raise TpuCompileError(f"backend 'tpu' takes no options, got {kwargs['options']}")
-    _count("graphs")
-    from . import _flex_attention
+    from . import _compile_collectives, _flex_attention
 
+    if _compile_collectives.has_collectives(gm):
+        split, cuts = _compile_collectives.split_at_collectives(gm, tpu_backend)
+        _count("collective_cuts", cuts)
+        return split
+    _count("graphs")
     _flex_attention.inline_dense(gm)
     if any(_is_symbolic(x) for x in example_inputs):
         from ._compile_bucket import bucketed_backend, user_bounds

@@ -44,10 +44,9 @@ def _let_autograd_threads_settle():
 
 
 def _install_compile_backend(dynamo):
-    from . import _compile, distributed
+    from . import _compile
 
     _compile.install()
-    distributed.keep_collectives_out_of_graphs()
 
 
 def _allow_flex_attention(module):

@@ -10,10 +10,14 @@ the CPU plugin presents ``LOCAL_WORLD_SIZE`` devices in each process, so
 ``torch.tpu.set_device(LOCAL_RANK)`` and ``init_device_mesh("tpu", ...)``
 behave as on CUDA (each process computes on its own device only).
 
-Collectives run on a host transport, Gloo over the same ranks: each tpu
-input is read to the host once and the results are written back into the
-tpu tensors (csrc/distributed/ProcessGroupTpu.cpp). CPU tensors given to a
-``tpu_dist``-only group go to that Gloo directly.
+Collectives run on a host transport, Gloo over the same ranks
+(csrc/distributed/ProcessGroupTpu.cpp). Where device memory is host memory
+(the CPU plugin) Gloo reads tpu inputs in place and its results become the
+tpu tensors' buffers; elsewhere each input is read to the host once and the
+results are written back. Either way a result lands in every view of the
+tensor. CPU tensors given to a ``tpu_dist``-only group go to that Gloo
+directly. Compiled graphs are cut around their collectives
+(torch_tpu/_compile_collectives.py).
 """
 
 import torch
@@ -68,29 +72,6 @@ def _default_backend_for_accelerator_groups():
     c10d._new_process_group_helper = new_process_group_helper
 
 
-# The functional collectives Dynamo turns dist.* calls into.
-_COLLECTIVE_OPS = (
-    "all_reduce", "all_reduce_", "all_reduce_coalesced", "all_reduce_coalesced_",
-    "all_gather_into_tensor", "all_gather_into_tensor_out", "all_gather_into_tensor_coalesced",
-    "reduce_scatter_tensor", "reduce_scatter_tensor_coalesced", "all_to_all_single",
-    "broadcast", "broadcast_", "wait_tensor",
-)
-
-
-def keep_collectives_out_of_graphs(dynamo=None):
-    """Compiled code breaks its graph at each collective, which then runs
-    eagerly through the process group: a graph never holds a collective, so
-    ranks cannot diverge inside one (a branch on the rank, a different cut),
-    and a compiled program stays a one-device program."""
-    import torch._dynamo
-
-    ops = torch.ops._c10d_functional
-    for name in _COLLECTIVE_OPS:
-        op = getattr(ops, name, None)
-        if op is not None:
-            torch._dynamo.disallow_in_graph(op)
-
-
 def is_tpu_dist(group=None):
     """True when ``group`` (default: the world) sends tpu tensors through
     ``tpu_dist``."""
@@ -121,8 +102,9 @@ def state():
 
 
 def stats():
-    """Collectives run through tpu_dist in this process, bytes staged between
-    device and host, and seconds spent staging and waiting on the transport."""
+    """Collectives run through tpu_dist in this process; bytes copied between
+    device and host and bytes moved without a copy; seconds copying, waiting
+    for the device to compute inputs, and waiting on the transport."""
     return dict(_C._dist_stats()) if hasattr(_C, "_dist_stats") else {}
 
 

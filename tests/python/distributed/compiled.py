@@ -1,6 +1,8 @@
-"""torch.compile with collectives on tpu: the graph breaks at each
-collective (which runs eagerly through tpu_dist); a compiled DDP model and
-compiled FSDP2 blocks train and match eager."""
+"""torch.compile with collectives on tpu: Dynamo captures code around a
+collective as one graph; the tpu backend cuts it there, so the collective
+runs eagerly through tpu_dist and no executable holds one; graphs on CPU
+tensors keep their collectives for their own backend; a compiled DDP model
+and compiled FSDP2 blocks train and match eager."""
 import copy
 
 import torch
@@ -23,13 +25,16 @@ def my_rows(idx):
 def collectives_in_compiled_code():
     import torch._dynamo
 
+    from torch_tpu._compile_collectives import _Piece, is_collective
+
     torch._dynamo.reset()
-    graphs = []
+    graphs, compiled = [], []
 
     def count(gm, ex):  # the graphs Dynamo hands to a backend
         graphs.append(gm)
         from torch_tpu._compile import tpu_backend
-        return tpu_backend(gm, ex)
+        compiled.append(tpu_backend(gm, ex))
+        return compiled[-1]
 
     @torch.compile(backend=count)
     def f(x):
@@ -42,15 +47,49 @@ def collectives_in_compiled_code():
         return g.sum() + y
 
     x = torch.full((3,), float(rank + 1), device=dev)
+    before = torch_tpu._compile.stats()["compiled_collective_cuts"]
     out = f(x)
+    again = f(x)  # the compiled pieces, run again
     y = x * 2 * 0 + 2 * sum(range(1, world + 1))
     ys = [y + (1 if r == 0 else 0) for r in range(world)]
     expect = torch.cat(ys).sum() + ys[rank]
     torch.testing.assert_close(out.cpu(), expect.cpu())
-    for gm in graphs:
-        for n in gm.graph.nodes:
-            assert "c10d" not in str(n.target), f"a collective inside a compiled graph: {n.target}"
+    torch.testing.assert_close(again.cpu(), expect.cpu())
+    # one graph, with both collectives in it; cut around each, and none of
+    # the compiled pieces holds one
+    assert len(graphs) == 1, [g.graph for g in graphs]
+    assert sum(is_collective(n) for n in graphs[0].graph.nodes) >= 2, graphs[0].graph
+    assert torch_tpu._compile.stats()["compiled_collective_cuts"] - before >= 2
+    pieces = [m for m in compiled[0].children() if isinstance(m, _Piece)]
+    assert len(pieces) >= 2 and all(p._compiled is not None for p in pieces)
+    for p in pieces:
+        for n in p.gm.graph.nodes:
+            assert "c10d" not in str(n.target), f"a collective inside an executable: {n.target}"
     report.values["graphs"] = len(graphs)
+
+
+def cpu_graphs_keep_their_collectives():
+    """Importing torch_tpu changes nothing for other devices' graphs: a
+    collective on CPU tensors stays in the graph Dynamo captures."""
+    import torch._dynamo
+
+    torch._dynamo.reset()
+    graphs = []
+
+    def eager_backend(gm, ex):
+        graphs.append(gm)
+        return gm.forward
+
+    @torch.compile(backend=eager_backend)
+    def f(x):
+        y = x + 1
+        dist.all_reduce(y)
+        return y * 2
+
+    out = f(torch.ones(4))
+    torch.testing.assert_close(out, torch.full((4,), 2.0 * (2 * world)))
+    assert len(graphs) == 1 and any("c10d" in str(n.target) for n in graphs[0].graph.nodes), \
+        [g.graph for g in graphs]
 
 
 def train(model, data, steps_compiled):
@@ -108,6 +147,7 @@ def compiled_fsdp():
 
 
 report.check("collectives in compiled code", collectives_in_compiled_code)
+report.check("CPU graphs keep their collectives", cpu_graphs_keep_their_collectives)
 report.check("compiled DDP", compiled_ddp)
 report.check("compiled FSDP2 blocks", compiled_fsdp)
 report.write()
