@@ -45,6 +45,14 @@ def register():
     # A list: 2.13 iterates a bare string character by character.
     dist.Backend.register_backend(BACKEND, _create_backend, devices=["tpu", "cpu"])
     _default_backend_for_accelerator_groups()
+    _install_set_timeout()
+
+
+def _install_set_timeout():
+    """Newer PyTorch has dist.set_timeout (TorchTitan shortens its timeouts
+    with it after the first step); where torch lacks it, this module's."""
+    if not hasattr(dist, "set_timeout"):
+        dist.set_timeout = set_timeout
 
 
 def _default_backend_for_accelerator_groups():
@@ -70,6 +78,21 @@ def _default_backend_for_accelerator_groups():
 
     new_process_group_helper._tpu_dist = True
     c10d._new_process_group_helper = new_process_group_helper
+
+
+def set_timeout(timeout, group=None):
+    """Sets the timeout of the collectives of ``group`` (default: the world)
+    to ``timeout`` (a ``timedelta``), on every backend serving it: a
+    ``tpu_dist`` backend and its Gloo transport, and a CPU Gloo backend.
+    Ranks outside ``group`` raise ``ValueError``."""
+    c10d = dist.distributed_c10d
+    if group is None:
+        group = c10d._get_default_group()
+    if c10d._rank_not_in_group(group):
+        raise ValueError("set_timeout: this rank is not in the group")
+    # ProcessGroup.set_timeout calls setTimeout on each of the group's
+    # backends (ProcessGroupTpu's passes it on to its host transport).
+    group.set_timeout(timeout)
 
 
 def is_tpu_dist(group=None):
@@ -113,4 +136,4 @@ def reset_stats():
         _C._reset_dist_stats()
 
 
-__all__ = ["BACKEND", "register", "is_tpu_dist", "state", "stats", "reset_stats"]
+__all__ = ["BACKEND", "register", "set_timeout", "is_tpu_dist", "state", "stats", "reset_stats"]

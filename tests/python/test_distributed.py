@@ -143,3 +143,26 @@ def test_accelerate_launch(tmp_path):
     res = json.loads((tmp_path / "result.accelerate.json").read_text())
     assert res == {"device": "tpu:0", "processes": 2, "distributed_type": "DistributedType.MULTI_GPU",
                    "same_weights": True}, res
+
+
+def test_set_timeout_reaches_every_backend(tmp_path):
+    """dist.set_timeout (TorchTitan shortens its timeouts with it after the
+    first step) on a group made with 120 s: 3 s then holds for its tpu_dist
+    and its CPU Gloo."""
+    rc, text, results = torchrun(tmp_path, "timeouts.py", timeout=180)
+    assert_all_passed(rc, text, results, at_least=4)
+    for device in ("tpu", "cpu"):
+        assert 2.5 < results[0]["values"][f"{device}_seconds"] < 30, results[0]["values"]
+
+
+def test_set_timeout_installed_only_where_torch_lacks_it(monkeypatch):
+    import torch_tpu.distributed as td
+
+    assert callable(dist.set_timeout)  # torch's own, or installed at import
+    monkeypatch.delattr(dist, "set_timeout", raising=False)
+    td._install_set_timeout()
+    assert dist.set_timeout is td.set_timeout
+    theirs = lambda timeout, group=None: None  # noqa: E731
+    monkeypatch.setattr(dist, "set_timeout", theirs)
+    td._install_set_timeout()
+    assert dist.set_timeout is theirs
