@@ -5,7 +5,8 @@
 #include <ATen/ops/_softmax_backward_data_meta_dispatch.h>
 #include <ATen/ops/_softmax_meta_dispatch.h>
 #include <ATen/ops/add_meta_dispatch.h>
-#include <ATen/ops/empty_like.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_strided.h>
 #include <ATen/ops/addmm_meta_dispatch.h>
 #include <ATen/ops/baddbmm_meta_dispatch.h>
 #include <ATen/ops/bmm_meta_dispatch.h>
@@ -32,7 +33,9 @@
 #include <ATen/ops/tril_meta_dispatch.h>
 #include <ATen/ops/triu_meta_dispatch.h>
 
+#include <cmath>
 #include <functional>
+#include <limits>
 #include <string>
 #include <unordered_map>
 
@@ -50,6 +53,26 @@ at::OptionalIntArrayRef Dims(const Stack& a, size_t i, std::vector<int64_t>& kee
   if (a[i].isNone()) return std::nullopt;
   keep = a[i].toIntVector();
   return at::OptionalIntArrayRef(keep);
+}
+bool floating(const at::Tensor& t) { return at::isFloatingType(t.scalar_type()); }
+// A meta tensor shaped like meta tensor |t|: contiguous, or with |t|'s
+// strides where they are dense (empty_like's default). (at::empty_like on
+// a meta tensor runs PyTorch's Python meta kernel.)
+at::Tensor like(const at::Tensor& t, bool keep_strides,
+                std::optional<at::ScalarType> dtype = std::nullopt) {
+  auto opts = t.options().dtype(dtype.value_or(t.scalar_type()));
+  if (keep_strides && t.is_non_overlapping_and_dense())
+    return at::empty_strided(t.sizes(), t.strides(), opts);
+  return at::empty(t.sizes(), opts);
+}
+// The widest range uniform_ accepts for a dtype (PyTorch rejects wider).
+double max_of(at::ScalarType t) {
+  switch (t) {
+    case at::kHalf: return 65504.0;
+    case at::kBFloat16:
+    case at::kFloat: return 3.4028234663852886e38;
+    default: return std::numeric_limits<double>::max();
+  }
 }
 std::optional<at::Tensor> OptT(const Stack& a, size_t i) {
   return a[i].isNone() ? std::nullopt : std::optional<at::Tensor>(a[i].toTensor());
@@ -142,8 +165,108 @@ std::unordered_map<std::string, Fn> make_table() {
            if (!a[i].isNone() && T(a, i).defined() &&
                (T(a, i).dim() != 1 || T(a, i).size(0) != ig.size(1)))
              return {};
-         auto c = at::MemoryFormat::Contiguous;
-         return {at::empty_like(cx, c), at::empty_like(cx, c), at::empty_like(ig, c)};
+         return {like(cx, false), like(cx, false), like(ig, false)};
+       }},
+      // Random fills keep self's metadata. Their Python meta kernels import
+      // torch._dynamo on first use (about a second before the first
+      // torch.randn) and skip some of the argument checks the CPU kernels
+      // make; these make them, with the CPU's messages. Dtypes PyTorch
+      // might reject are declined (its meta kernel decides).
+      {"aten::normal_", [](Stack& a) -> Stack {
+         if (!floating(T(a, 0))) return {};
+         double std = a[2].toDouble();
+         TORCH_CHECK(std >= 0.0, "normal expects std >= 0.0, but found std ", std);
+         return {a[0]};
+       }},
+      {"aten::uniform_", [](Stack& a) -> Stack {
+         const auto t = T(a, 0).scalar_type();
+         if (!at::isFloatingType(t)) return {};
+         double from = a[1].toDouble(), to = a[2].toDouble();
+         TORCH_CHECK(from <= to, "uniform_ expects to return a [from, to) range, but found from=",
+                     from, " > to=", to);
+         TORCH_CHECK(to - from <= max_of(t), "uniform_ expects to-from <= std::numeric_limits<",
+                     t, ">::max(), but found to=", to, " and from=", from,
+                     " which result in to-from to exceed the limit");
+         return {a[0]};
+       }},
+      {"aten::exponential_", [](Stack& a) -> Stack {
+         if (!floating(T(a, 0))) return {};
+         double l = a[1].toDouble();
+         TORCH_CHECK(l > 0.0, "exponential_ expects lambda > 0.0, but found lambda=", l);
+         return {a[0]};
+       }},
+      {"aten::log_normal_", [](Stack& a) -> Stack {
+         if (!floating(T(a, 0))) return {};
+         double std = a[2].toDouble();
+         TORCH_CHECK(std > 0.0, "log_normal_ expects std > 0.0, but found std=", std);
+         return {a[0]};
+       }},
+      {"aten::cauchy_", [](Stack& a) -> Stack {
+         return floating(T(a, 0)) && a[2].toDouble() > 0 ? Stack{a[0]} : Stack{};
+       }},
+      {"aten::geometric_", [](Stack& a) -> Stack {
+         if (T(a, 0).is_complex()) return {};
+         double p = a[1].toDouble();
+         TORCH_CHECK(0 < p && p < 1, "geometric_ expects p to be in (0, 1), but got p=", p);
+         return {a[0]};
+       }},
+      {"aten::bernoulli_.float", [](Stack& a) -> Stack {
+         if (T(a, 0).is_complex()) return {};
+         double p = a[1].toDouble();
+         TORCH_CHECK(0 <= p && p <= 1, "bernoulli_ expects p to be in [0, 1], but got p=", p);
+         return {a[0]};
+       }},
+      {"aten::bernoulli", [](Stack& a) -> Stack {
+         if (!floating(T(a, 0))) return {};
+         return {like(T(a, 0), false)};
+       }},
+      // dropout in training: the output and its keep-mask, shaped as input.
+      {"aten::native_dropout", [](Stack& a) -> Stack {
+         const auto& in = T(a, 0);
+         double p = a[1].toDouble();
+         if (!floating(in) || a[2].isNone() || !a[2].toBool() || !(p > 0 && p <= 1)) return {};
+         return {like(in, true), like(in, true, at::kBool)};
+       }},
+      {"aten::normal.Tensor_float", [](Stack& a) -> Stack {
+         if (!floating(T(a, 0))) return {};
+         double std = a[1].toDouble();
+         TORCH_CHECK(std >= 0.0, "normal expects std >= 0.0, but found std ", std);
+         return {like(T(a, 0), false)};
+       }},
+      {"aten::normal.float_Tensor", [](Stack& a) -> Stack {
+         if (!floating(T(a, 1))) return {};
+         return {like(T(a, 1), false)};
+       }},
+      {"aten::randperm", [](Stack& a) -> Stack {
+         int64_t n = a[0].toInt();
+         if (n < 0) return {};
+         auto dt = a[1].isNone() ? at::kLong : a[1].toScalarType();
+         return {at::empty({n}, at::TensorOptions().dtype(dt).device(at::kMeta))};
+       }},
+      // torch.randperm runs its out= form.
+      {"aten::randperm.out", [](Stack& a) -> Stack {
+         int64_t n = a[0].toInt();
+         if (n < 0) return {};
+         M(a, 1).resize_({n});
+         return {a[1]};
+       }},
+      {"aten::randperm.generator_out", [](Stack& a) -> Stack {
+         int64_t n = a[0].toInt();
+         if (n < 0) return {};
+         M(a, 2).resize_({n});
+         return {a[2]};
+       }},
+      {"aten::multinomial", [](Stack& a) -> Stack {
+         const auto& self = T(a, 0);
+         int64_t n = a[1].toInt();
+         if (!floating(self)) return {};
+         TORCH_CHECK(self.dim() > 0 && self.dim() <= 2, "prob_dist must be 1 or 2 dim");
+         TORCH_CHECK(n > 0, "cannot sample n_sample <= 0 samples");
+         TORCH_CHECK(a[2].toBool() || n <= self.size(-1),
+                     "cannot sample n_sample > prob_dist.size(-1) samples without replacement");
+         std::vector<int64_t> shape = self.sizes().vec();
+         shape.back() = n;
+         return {at::empty(shape, self.options().dtype(at::kLong))};
        }},
       // In-place fills keep self's metadata; the mask must broadcast to self
       // (otherwise PyTorch's meta kernel raises its error).
