@@ -56,7 +56,7 @@ def build(jobs):
     out = os.path.join(ROOT, "build", f"gpu_check-torch{torch.__version__.split('+')[0]}")
     cc, cxx = os.environ.get("CC", "cc"), os.environ.get("CXX", "c++")
     inc = ["-I", os.path.join(ROOT, "include"), "-I", ROOT]
-    c_flags = ["-std=c11", "-O2", "-fPIC", "-fvisibility=hidden", "-DNDEBUG", *inc]
+    c_flags = ["-std=gnu11", "-O2", "-fPIC", "-fvisibility=hidden", "-DNDEBUG", *inc]
     abi = int(getattr(torch._C, "_GLIBCXX_USE_CXX11_ABI", 1))
     pybind = getattr(ce, "_get_pybind11_abi_build_flags", lambda: [])()
     cxx_flags = ["-std=c++17", "-O2", "-fPIC", "-fvisibility=hidden", "-DNDEBUG",
