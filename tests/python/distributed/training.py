@@ -82,6 +82,7 @@ def ddp(find_unused, no_sync):
     data = batches(STEPS * (2 if no_sync else 1), GLOBAL)
     ref, ref_losses = reference(base, data, accumulate=2 if no_sync else 1)
     model = DDP(copy.deepcopy(base), find_unused_parameters=find_unused)
+    model._set_ddp_runtime_logging_sample_rate(1)  # DDP's timing stats every step
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
     losses = []
     for i, idx in enumerate(data):
@@ -98,6 +99,10 @@ def ddp(find_unused, no_sync):
     for (n, p), q in zip(model.module.named_parameters(), ref.parameters()):
         close(p.detach().cpu(), q.detach().cpu(), n)
     report.values.setdefault("ddp_losses", losses)
+    # the reducer times tpu iterations as it does CPU and CUDA ones
+    stats = model._get_ddp_logging_data()
+    for k in ("avg_forward_compute_time", "avg_backward_compute_time", "avg_backward_comm_time"):
+        assert stats.get(k, 0) > 0, (k, {k: v for k, v in stats.items() if "time" in k})
 
 
 def ddp_buffers():
