@@ -1,0 +1,214 @@
+"""Where the first training step's time goes, every cache empty (cold) and
+again on the caches that run filled (warm), each in a fresh process:
+
+* torch.compile(step, backend="tpu"): imports, model setup, Dynamo tracing,
+  AOTAutograd (joint trace, partition, cache keys), our lowering and
+  StableHLO emission, XLA compiles (seconds and count), and the rest
+  (execution, guards);
+* strict and fused eager: imports, setup, XLA compiles, the rest;
+* JAX's jax.jit of the same model and AdamW (where --jax-python names an
+  interpreter with jax installed; never a test dependency): imports, setup,
+  tracing and lowering, XLA compile, execution, with JAX's persistent cache.
+
+The model is bench/models.TinyGPT (4 layers, d 256, seq 128, vocab 512),
+batch 8, AdamW. Medians of --rounds fresh cold/warm pairs.
+
+    python bench/cold_start.py [--rounds 2] [--jax-python /path/to/venv-jax/bin/python]"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+TORCH_CHILD = r"""
+import json, os, sys, time
+t0 = time.perf_counter()
+import torch
+t_import = time.perf_counter() - t0
+sys.path.insert(0, HERE)
+from models import TinyGPT, gpt_batch, gpt_train_step
+mode = sys.argv[1]
+import torch_tpu
+if mode == "fused":
+    torch_tpu.set_execution_mode("fused")
+t0 = time.perf_counter()
+torch.manual_seed(0)
+model = TinyGPT().to("tpu")
+opt = torch.optim.AdamW(model.parameters(), lr=1e-4, capturable=True)
+x, y = gpt_batch(8, 128, 512, "tpu")
+torch.tpu.synchronize()
+t_setup = time.perf_counter() - t0
+step = gpt_train_step(model, opt)
+if mode == "compiled":
+    step = torch.compile(step, backend="tpu")
+before = torch.tpu._get_cache_stats()
+t0 = time.perf_counter()
+step(x, y).item()
+t_step = time.perf_counter() - t0
+after = torch.tpu._get_cache_stats()
+d = {k: after[k] - before[k] for k in ("compile_seconds", "compiles", "compiled_seconds",
+                                       "compiled_xla_seconds", "disk_hits")}
+out = {"import": t_import, "setup": t_setup, "first step": t_step,
+       "xla compile": d["compile_seconds"], "xla compiles": d["compiles"],
+       "disk hits": d["disk_hits"]}
+if mode == "compiled":
+    from torch._dynamo.utils import compile_times
+    h, v = compile_times(repr="csv", aggregate=True)
+    ct = {a: float(b) for a, b in zip(h, v)}
+    dynamo = ct.get("_compile.compile_inner", 0.0)
+    backend = ct.get("OutputGraph.call_user_compiler", 0.0)
+    lowering = d["compiled_seconds"] - d["compiled_xla_seconds"]
+    out.update({"dynamo tracing": dynamo - backend,
+                "aot autograd": backend - d["compiled_seconds"],
+                "of which cache key": ct.get("inductor_codecache_torch_key", 0.0),
+                "lowering + emission": lowering})
+print("RESULT " + json.dumps(out))
+""".replace("HERE", repr(HERE))
+
+JAX_CHILD = r"""
+import json, sys, time
+t0 = time.perf_counter()
+import jax, jax.numpy as jnp
+jax.config.update("jax_compilation_cache_dir", sys.argv[1])
+jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+t_import = time.perf_counter() - t0
+V, D, L, H, T, B = 512, 256, 4, 4, 128, 8
+
+def init(key):
+    ks = iter(jax.random.split(key, 8 * L + 4))
+    n = lambda shape, s=0.02: s * jax.random.normal(next(ks), shape)
+    p = {"tok": n((V, D), D ** -0.5), "pos": n((T, D)), "ln": (jnp.ones(D), jnp.zeros(D)), "blocks": []}
+    for _ in range(L):
+        p["blocks"].append({"ln1": (jnp.ones(D), jnp.zeros(D)), "ln2": (jnp.ones(D), jnp.zeros(D)),
+                            "qkv": (n((D, 3 * D)), jnp.zeros(3 * D)), "proj": (n((D, D)), jnp.zeros(D)),
+                            "fc1": (n((D, 4 * D)), jnp.zeros(4 * D)), "fc2": (n((4 * D, D)), jnp.zeros(D))})
+    return p
+
+def ln(x, wb):
+    m = x.mean(-1, keepdims=True); v = ((x - m) ** 2).mean(-1, keepdims=True)
+    return (x - m) / jnp.sqrt(v + 1e-5) * wb[0] + wb[1]
+
+def forward(p, idx):
+    x = p["tok"][idx] + p["pos"][:idx.shape[1]]
+    mask = jnp.tril(jnp.ones((T, T), bool))
+    for b in p["blocks"]:
+        q, k, v = jnp.split(ln(x, b["ln1"]) @ b["qkv"][0] + b["qkv"][1], 3, -1)
+        q, k, v = (z.reshape(B, T, H, D // H).transpose(0, 2, 1, 3) for z in (q, k, v))
+        a = jnp.where(mask, q @ k.transpose(0, 1, 3, 2) / (D // H) ** 0.5, -jnp.inf)
+        y = (jax.nn.softmax(a, -1) @ v).transpose(0, 2, 1, 3).reshape(B, T, D)
+        x = x + y @ b["proj"][0] + b["proj"][1]
+        h = jax.nn.gelu(ln(x, b["ln2"]) @ b["fc1"][0] + b["fc1"][1], approximate=False)
+        x = x + h @ b["fc2"][0] + b["fc2"][1]
+    return ln(x, p["ln"]) @ p["tok"].T
+
+def loss_fn(p, x, y):
+    logp = jax.nn.log_softmax(forward(p, x), -1)
+    return -jnp.take_along_axis(logp, y[..., None], -1).mean()
+
+def step(p, m, v, t, x, y):
+    loss, g = jax.value_and_grad(loss_fn)(p, x, y)
+    t = t + 1
+    b1, b2, lr, wd = 0.9, 0.999, 1e-4, 0.01
+    m = jax.tree.map(lambda a, b: b1 * a + (1 - b1) * b, m, g)
+    v = jax.tree.map(lambda a, b: b2 * a + (1 - b2) * b * b, v, g)
+    def upd(w, mm, vv):
+        mh = mm / (1 - b1 ** t); vh = vv / (1 - b2 ** t)
+        return w * (1 - lr * wd) - lr * mh / (jnp.sqrt(vh) + 1e-8)
+    return jax.tree.map(upd, p, m, v), m, v, t, loss
+
+t0 = time.perf_counter()
+p = init(jax.random.PRNGKey(0))
+m = jax.tree.map(jnp.zeros_like, p); v = jax.tree.map(jnp.zeros_like, p)
+x = jax.random.randint(jax.random.PRNGKey(1), (B, T), 0, V); y = jnp.roll(x, -1, 1)
+jax.block_until_ready((p, x))
+t_setup = time.perf_counter() - t0
+t0 = time.perf_counter()
+lowered = jax.jit(step).lower(p, m, v, 0, x, y)
+t_lower = time.perf_counter() - t0
+t0 = time.perf_counter()
+compiled = lowered.compile()
+t_compile = time.perf_counter() - t0
+t0 = time.perf_counter()
+out = compiled(p, m, v, 0, x, y)
+float(out[-1])
+t_run = time.perf_counter() - t0
+print("RESULT " + json.dumps({"import": t_import, "setup": t_setup,
+                              "first step": t_lower + t_compile + t_run,
+                              "tracing + lowering": t_lower, "xla compile": t_compile,
+                              "execution": t_run, "jax": jax.__version__}))
+"""
+
+
+def child(cmd, env):
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+    line = [ln for ln in r.stdout.splitlines() if ln.startswith("RESULT ")]
+    if r.returncode or not line:
+        raise RuntimeError(f"{cmd[:3]} failed:\n{r.stderr[-3000:]}")
+    return json.loads(line[0][7:])
+
+
+def run_pair(mode, args):
+    """A cold run on empty caches, then a warm one on what it left."""
+    with tempfile.TemporaryDirectory() as cache:
+        env = dict(os.environ, TORCH_TPU_CACHE_DIR=os.path.join(cache, "tpu"),
+                   TORCHINDUCTOR_CACHE_DIR=os.path.join(cache, "inductor"))
+        if mode == "jax":
+            cmd = [args.jax_python, "-c", JAX_CHILD, os.path.join(cache, "jax")]
+            env["JAX_PLATFORMS"] = "cpu"
+        else:
+            cmd = [sys.executable, "-c", TORCH_CHILD, mode]
+        return child(cmd, env), child(cmd, env)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--modes", nargs="+", default=["compiled", "strict", "fused"])
+    ap.add_argument("--jax-python", help="an interpreter with jax installed")
+    ap.add_argument("--json", help="write the medians here")
+    args = ap.parse_args()
+    modes = args.modes + (["jax"] if args.jax_python else [])
+    res = {m: {"cold": [], "warm": []} for m in modes}
+    t0 = time.perf_counter()
+    for _ in range(args.rounds):
+        for m in modes:  # interleaved, so every mode sees the same load
+            cold, warm = run_pair(m, args)
+            res[m]["cold"].append(cold)
+            res[m]["warm"].append(warm)
+    med = {m: {c: {k: statistics.median(r[k] for r in runs)
+                   for k in runs[0] if isinstance(runs[0][k], (int, float))}
+               for c, runs in v.items()} for m, v in res.items()}
+    print(f"first training step, TinyGPT batch 8 + AdamW; medians of {args.rounds} fresh "
+          f"cold/warm pairs ({time.perf_counter() - t0:.0f} s)")
+    keys = []
+    for m in modes:
+        for k in med[m]["cold"]:
+            if k not in keys:
+                keys.append(k)
+    cols = [(m, c) for m in modes for c in ("cold", "warm")]
+    print(f"{'seconds':<22}" + "".join(f"{m + ' ' + c:>16}" for m, c in cols))
+    for k in keys:
+        cells = []
+        for m, c in cols:
+            val = med[m][c].get(k)
+            cells.append("" if val is None else (f"{val:.0f}" if k in ("xla compiles", "disk hits")
+                                                 else f"{val:.2f}"))
+        print(f"{k:<22}" + "".join(f"{s:>16}" for s in cells))
+    if "jax" in med and "compiled" in med:
+        for c in ("cold", "warm"):
+            ours, theirs = med["compiled"][c]["first step"], med["jax"][c]["first step"]
+            print(f"{c}: compiled first step {ours:.2f} s vs JAX {theirs:.2f} s: "
+                  f"JAX/ours {theirs / ours:.2f}x (target >= {1.0 if c == 'cold' else 0.8})")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(med, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
