@@ -64,6 +64,7 @@ def stats():
         d.setdefault("compiled_" + k, 0)
     d.setdefault("compiled_seconds", 0.0)
     d.setdefault("compiled_xla_seconds", 0.0)
+    d.setdefault("compiled_lower_seconds", 0.0)
     return d
 
 
@@ -531,6 +532,7 @@ class _Builder:
     def build(self, lazy=False):
         """The graph as a TpuOutputCode; |lazy|: its executable is fetched at
         the first call."""
+        t0 = time.perf_counter()
         outputs = self._lower_nodes()
         layout, fresh = [], 0
         for o in outputs:
@@ -558,6 +560,7 @@ class _Builder:
 
         code = TpuOutputCode(self.name, self.prog.tape, layout, self.baked, lazy)
         code._prog = self.prog.prog
+        _add_seconds("lower_seconds", time.perf_counter() - t0)  # FX graph to program, no XLA
         if not lazy:
             code._ensure()
         return code
