@@ -75,9 +75,11 @@ void write_back(std::vector<WriteBack>& results) {
   for (auto& r : results) {
     if (r.dst.is_same(r.host)) continue;
     const int64_t n = static_cast<int64_t>(r.host.nbytes());
-    if (zero_copy() && r.block && r.host.data_ptr() == r.block->bytes.data_ptr() && r.host.is_contiguous() &&
-        r.dst.device().is_privateuseone() && r.dst.scalar_type() == r.host.scalar_type() &&
-        r.dst.sizes() == r.host.sizes() && !r.dst.is_conj() && !r.dst.is_neg() && n > 0) {
+    const bool whole_block = r.block && r.host.data_ptr() == r.block->bytes.data_ptr() &&
+                             r.host.is_contiguous();
+    if (zero_copy() && whole_block && n > 0 && r.dst.device().is_privateuseone() &&
+        r.dst.scalar_type() == r.host.scalar_type() && r.dst.sizes() == r.host.sizes() &&
+        !r.dst.is_conj() && !r.dst.is_neg()) {
       r.block->lent = true;
       lend_host(r.dst, r.host, block_returned, new std::shared_ptr<HostBlock>(r.block));
       // Returned already: the device copied it (a plugin whose memory is

@@ -1,12 +1,13 @@
 // tpu_dist: the c10d backend for tpu tensors.
 //
 // One process drives one device (torchrun's model). Collectives run on a
-// host transport, another c10d Backend (Gloo, which ships with PyTorch):
-// each tpu input is read to the host once, the transport runs the same
-// collective on the host copies, and the results are written back into the
-// tpu tensors, so a result lands in every alias of a view. A device
-// transport (StableHLO collectives run by the plugin across processes) is a
-// second Transport behind the same class.
+// host transport, another c10d Backend (Gloo, which ships with PyTorch),
+// on host views of the tpu tensors: where device memory is host memory (the
+// CPU plugin) inputs are read in place and a result's host block becomes
+// the tpu tensor's buffer; elsewhere each input is read to the host once and
+// each result written back. Either way a result lands in every alias of a
+// view. A device transport (StableHLO collectives run by the plugin across
+// processes) is a second Transport behind the same class.
 //
 // Before each collective the ranks swap a small descriptor of what they
 // pass (op, dtype, shape, root, reduce op), so a mismatch is an error on
