@@ -1,13 +1,24 @@
 """Shared timing helpers: medians of repeated runs, always against a reference
 measured in the same process."""
 import statistics
+import sys
 import time
+
+
+def settle():
+    """Waits for tpu's background compiles (tiered compilation), so that
+    what is timed next runs fully optimised code: the steady state."""
+    torch = sys.modules.get("torch")
+    tpu = getattr(torch, "tpu", None) if torch else None
+    if tpu is not None and hasattr(tpu, "wait_for_compiles"):
+        tpu.wait_for_compiles()
 
 
 def median_time(fn, reps=7, inner=1, warmup=2):
     """Median seconds per call of fn() over |reps| timed runs of |inner| calls."""
     for _ in range(warmup):
         fn()
+    settle()
     times = []
     for _ in range(reps):
         t0 = time.perf_counter()

@@ -67,6 +67,13 @@ py::dict runtime_stats() {
   py::dict d;
   d["compiles"] = r.compiles;
   d["compile_seconds"] = r.compile_seconds;
+  d["first_tier_compiles"] = r.first_tier_compiles;
+  d["upgrades"] = r.upgrades;
+  d["upgrade_seconds"] = r.upgrade_seconds;
+  tpr_tierup_stats_t t;
+  tpr_eager_get_tierup_stats(&t);
+  d["upgrades_pending"] = t.pending;
+  d["upgrade_failures"] = t.failures;
   d["executions"] = r.executions;
   d["h2d_transfers"] = r.h2d_transfers;
   d["h2d_bytes"] = r.h2d_bytes;
@@ -128,6 +135,10 @@ PYBIND11_MODULE(_C, m) {
     if (!is_initialized()) return;
     py::gil_scoped_release nogil;
     check(tpr_eager_synchronize(d));
+  });
+  m.def("_wait_for_upgrades", [](double timeout) {
+    py::gil_scoped_release nogil;
+    return tpr_eager_wait_for_upgrades(timeout);
   });
   m.def("_device_kind", [](int d) {
     check_device_index(static_cast<c10::DeviceIndex>(d));

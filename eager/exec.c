@@ -377,13 +377,26 @@ tpr_status_t tpr_eager_get_executable_locked(tpr_graph_t* graph,
     TPR_RETURN_IF_ERROR(tpr_graph_emit_stablehlo(graph, &text, &len));
     if (getenv("TORCH_TPU_DUMP_STABLEHLO")) fprintf(stderr, "%s\n", text);
     double t0 = now_seconds();
-    s = tpr_executable_compile(tpr_eager_client(), text, len, &exe);
-    tpr_free(text);
-    TPR_RETURN_IF_ERROR(s);
+    bool tiered = tpr_tierup_enabled();
+    s = tiered ? tpr_executable_compile_first_tier(tpr_eager_client(), text, len, &exe)
+               : tpr_executable_compile(tpr_eager_client(), text, len, &exe);
+    if (!tpr_status_is_ok(s)) {
+      tpr_free(text);
+      return s;
+    }
     if (getenv("TORCH_TPU_LOG_COMPILES"))
-      fprintf(stderr, "torch_tpu: compiled %s (%zu bytes of StableHLO) in %.1f ms\n",
-              what, len, 1e3 * (now_seconds() - t0));
-    tpr_disk_cache_store(key, exe);
+      fprintf(stderr, "torch_tpu: compiled %s (%zu bytes of StableHLO%s) in %.1f ms\n",
+              what, len, tiered ? ", first tier" : "", 1e3 * (now_seconds() - t0));
+    if (tiered) {
+      s = tpr_tierup_enqueue(key, exe, text, len);  // takes |text|
+      if (!tpr_status_is_ok(s)) {
+        tpr_executable_release(exe);
+        return s;
+      }
+    } else {
+      tpr_free(text);
+      tpr_disk_cache_store(key, exe);
+    }
   }
   s = tpr_exec_cache_insert(key, exe, 16 + tpr_graph_num_nodes(graph));
   tpr_executable_release(exe);  // the cache keeps its own reference

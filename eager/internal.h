@@ -42,6 +42,13 @@ tpr_status_t tpr_eager_get_executable_locked(tpr_graph_t* graph,
                                              const char* what,
                                              tpr_executable_t** out);
 
+// Tiered compilation (tierup.c). tpr_tierup_enqueue takes |text| (the
+// program |exe| was compiled from at the first tier) and upgrades |exe| in
+// the background, then stores it on disk under |key|; lock held.
+bool tpr_tierup_enabled(void);
+tpr_status_t tpr_tierup_enqueue(const uint64_t key[2], tpr_executable_t* exe, char* text,
+                                size_t len);
+
 // Persistent cache entries (disk_cache.c); lock held.
 tpr_status_t tpr_disk_cache_load(const uint64_t key[2], tpr_executable_t** out);
 void tpr_disk_cache_store(const uint64_t key[2], tpr_executable_t* exe);

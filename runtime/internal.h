@@ -11,6 +11,8 @@
 
 // Process-wide counters behind tpr_runtime_get_stats (stats.c).
 void tpr_stats_note_compile(int64_t nanoseconds);
+void tpr_stats_note_first_tier(void);  // one of the compiles noted was a first tier
+void tpr_stats_note_upgrade(int64_t nanoseconds);
 void tpr_stats_note_execution(void);
 void tpr_stats_note_h2d(int64_t bytes);
 void tpr_stats_note_d2h(int64_t bytes);

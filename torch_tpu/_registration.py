@@ -43,6 +43,18 @@ def _let_autograd_threads_settle():
         time.sleep(0.02)  # releases the GIL; the threads need microseconds
 
 
+def _finish_background_compiles():
+    """At exit, let the background compiles in flight finish: each writes its
+    program to the disk cache, which the next process then loads instead of
+    compiling again."""
+    from . import tpu
+
+    try:
+        tpu.wait_for_compiles()
+    except KeyboardInterrupt:
+        pass
+
+
 def _install_compile_backend(dynamo):
     from . import _compile
 
@@ -95,4 +107,5 @@ def register():
     import atexit
 
     atexit.register(_let_autograd_threads_settle)
+    atexit.register(_finish_background_compiles)  # runs first
     _done = True

@@ -20,6 +20,7 @@ __all__ = [
     "is_bf16_supported", "Stream", "Event", "current_stream", "default_stream",
     "set_stream", "stream", "fallback_counts", "amp", "OutOfMemoryError", "memory_summary",
     "reset_max_memory_allocated", "device_of", "is_current_stream_capturing",
+    "wait_for_compiles",
 ]
 
 
@@ -293,6 +294,26 @@ def is_current_stream_capturing():
 
 
 # -- diagnostics -----------------------------------------------------------------
+
+def wait_for_compiles(timeout=None):
+    """Waits until every program is running its fully optimised code.
+
+    A program the process has not seen before is first compiled quickly at a
+    lower optimisation level and runs at once, while a background thread
+    compiles it fully and swaps that code in (TORCH_TPU_TIERED_COMPILE=0
+    turns this off). Benchmarks call this after their warm-up so that they
+    time the steady state. Returns False if `timeout` seconds passed first."""
+    import time
+
+    if not _C._is_initialized():
+        return True
+    end = None if timeout is None else time.monotonic() + timeout
+    while True:  # in slices, so that Ctrl-C gets through
+        left = 0.2 if end is None else min(0.2, end - time.monotonic())
+        if left <= 0:
+            return _C._wait_for_upgrades(1e-6)
+        if _C._wait_for_upgrades(left):
+            return True
 
 def fallback_counts():
     """Per-op counts of ops that ran on the CPU because they lack a tpu lowering."""

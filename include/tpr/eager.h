@@ -241,6 +241,19 @@ typedef struct tpr_eager_stats {
 } tpr_eager_stats_t;
 
 void tpr_eager_get_stats(tpr_eager_stats_t* out);
+
+// Tiered compilation (TORCH_TPU_TIERED_COMPILE): new programs run from a
+// quick first-tier compile while a background thread compiles them fully.
+typedef struct tpr_tierup_stats {
+  int64_t pending;   // programs still running their first tier's code
+  int64_t failures;  // full compiles that failed (the first tier stays)
+} tpr_tierup_stats_t;
+void tpr_eager_get_tierup_stats(tpr_tierup_stats_t* out);
+// Blocks until no background compile is queued or running (each finished
+// executable is on disk by then), or until |timeout_seconds| have passed
+// (<= 0: no limit); returns whether none is left. Call without the
+// executor lock.
+bool tpr_eager_wait_for_upgrades(double timeout_seconds);
 void tpr_eager_reset_stats(void);
 
 #ifdef __cplusplus

@@ -194,6 +194,21 @@ tpr_status_t tpr_executable_compile(tpr_client_t* client, const char* mlir,
                                     tpr_executable_t** out_executable)
     TPR_MUST_USE_RESULT;
 
+// Tiered compilation. The first tier compiles in a fraction of the time
+// and runs slower (XLA:CPU with its LLVM optimisation off; other plugins
+// may ignore the setting); tpr_executable_upgrade then compiles |mlir|, the
+// same module, fully and swaps that code in, so every holder of the
+// executable runs the full tier from its next launch. The upgrade may run
+// on any thread while the executable is being launched; the first tier's
+// code is freed with the executable.
+tpr_status_t tpr_executable_compile_first_tier(tpr_client_t* client, const char* mlir,
+                                               size_t mlir_size,
+                                               tpr_executable_t** out_executable)
+    TPR_MUST_USE_RESULT;
+bool tpr_executable_is_first_tier(const tpr_executable_t* executable);
+tpr_status_t tpr_executable_upgrade(tpr_executable_t* executable, const char* mlir,
+                                    size_t mlir_size) TPR_MUST_USE_RESULT;
+
 // Serializes for a persistent cache; *out_data is tpr_malloc'd.
 tpr_status_t tpr_executable_serialize(tpr_executable_t* executable,
                                       void** out_data, size_t* out_size)
@@ -240,8 +255,11 @@ void tpr_executable_release(tpr_executable_t* executable);  // NULL is fine
 //===--- counters ---------------------------------------------------------===//
 
 typedef struct tpr_runtime_stats {
-  int64_t compiles;
+  int64_t compiles;         // compiles a caller waited for, first tiers included
   double compile_seconds;
+  int64_t first_tier_compiles;
+  int64_t upgrades;         // background full compiles of first tiers
+  double upgrade_seconds;
   int64_t executions;
   int64_t h2d_transfers;
   int64_t h2d_bytes;

@@ -13,6 +13,17 @@
 static const char kCompileOptions[] = {0x1a, 0x04, 0x20, 0x01,
                                        0x28, 0x01, 0x20, 0x01};
 
+// The first tier of a tiered compile: kCompileOptions plus
+// env_option_overrides (field 7, a map entry per option) that make XLA:CPU
+// skip most of its LLVM optimisation. Small programs compile 2-9x faster
+// and run up to 2x slower; tpr_executable_upgrade later swaps in the full
+// code. Each entry: 3a <len> { 0a <len> name, 12 02 <value> } with value
+// 18 00 (int_field 0) or 10 01 (bool_field true).
+static const char kFirstTierOptions[] =
+    "\x1a\x04\x20\x01\x28\x01\x20\x01"
+    "\x3a\x24\x0a\x1e" "xla_backend_optimization_level" "\x12\x02\x18\x00"
+    "\x3a\x27\x0a\x21" "xla_llvm_disable_expensive_passes" "\x12\x02\x10\x01";
+
 // Arrays of this many arguments/outputs live on the stack in execute.
 #define TPR_EXECUTE_STACK_ARGS 16
 
@@ -84,6 +95,8 @@ static tpr_status_t wrap_loaded(tpr_client_t* client,
   atomic_init(&e->refs, 1);
   e->client = client;
   e->loaded = loaded;
+  e->first_tier_code = NULL;
+  atomic_init(&e->first_tier, false);
   e->num_outputs = n.num_outputs;
   e->num_params = num_params;
   e->num_replicas = 0;
@@ -96,8 +109,10 @@ static tpr_status_t wrap_loaded(tpr_client_t* client,
 
 //===--- compile ----------------------------------------------------------===//
 
+// |upgrade|: a background recompile, counted apart from the compiles a
+// caller waits for.
 static tpr_status_t compile_with(tpr_client_t* client, const char* mlir, size_t mlir_size,
-                                 const char* options, size_t options_size,
+                                 const char* options, size_t options_size, bool upgrade,
                                  tpr_executable_t** out_executable) {
   if (!out_executable)
     return TPR_ERR(INVALID_ARGUMENT, "out_executable is NULL");
@@ -131,7 +146,10 @@ static tpr_status_t compile_with(tpr_client_t* client, const char* mlir, size_t 
                                 .compile_options_size = options_size};
   int64_t t0 = tpr_now_ns();
   tpr_status_t s = tpr_pjrt_status(api, api->Client_Compile(&a));
-  tpr_stats_note_compile(tpr_now_ns() - t0);
+  if (upgrade)
+    tpr_stats_note_upgrade(tpr_now_ns() - t0);
+  else
+    tpr_stats_note_compile(tpr_now_ns() - t0);
   if (tpr_status_code(s) == TPR_UNKNOWN) {
     // XLA reports parse and verifier errors in the program as UNKNOWN; the
     // program is the caller's argument.
@@ -150,7 +168,59 @@ tpr_status_t tpr_executable_compile(tpr_client_t* client, const char* mlir,
                                     size_t mlir_size,
                                     tpr_executable_t** out_executable) {
   return compile_with(client, mlir, mlir_size, kCompileOptions, sizeof kCompileOptions,
-                      out_executable);
+                      false, out_executable);
+}
+
+tpr_status_t tpr_executable_compile_first_tier(tpr_client_t* client, const char* mlir,
+                                               size_t mlir_size,
+                                               tpr_executable_t** out_executable) {
+  TPR_RETURN_IF_ERROR(compile_with(client, mlir, mlir_size, kFirstTierOptions,
+                                   sizeof kFirstTierOptions - 1, false, out_executable));
+  atomic_store(&(*out_executable)->first_tier, true);
+  tpr_stats_note_first_tier();
+  return tpr_ok_status();
+}
+
+bool tpr_executable_is_first_tier(const tpr_executable_t* executable) {
+  return atomic_load(&((tpr_executable_t*)executable)->first_tier);
+}
+
+static bool sig_equal(const tpr_tensor_sig_t* a, const tpr_tensor_sig_t* b) {
+  if (a->dtype != b->dtype || a->rank != b->rank) return false;
+  for (int32_t k = 0; k < a->rank; k++)
+    if (a->dims[k] != b->dims[k]) return false;
+  return true;
+}
+
+tpr_status_t tpr_executable_upgrade(tpr_executable_t* executable, const char* mlir,
+                                    size_t mlir_size) {
+  if (!executable) return TPR_ERR(INVALID_ARGUMENT, "executable is NULL");
+  if (!tpr_executable_is_first_tier(executable))
+    return TPR_ERR(FAILED_PRECONDITION, "the executable is not a first-tier compile");
+  tpr_executable_t* full = NULL;
+  TPR_RETURN_IF_ERROR(compile_with(executable->client, mlir, mlir_size, kCompileOptions,
+                                   sizeof kCompileOptions, true, &full));
+  bool same = full->num_outputs == executable->num_outputs &&
+              full->num_params == executable->num_params;
+  for (size_t i = 0; same && i < full->num_outputs + (size_t)(full->num_params > 0
+                                                                  ? full->num_params
+                                                                  : 0);
+       i++)
+    same = sig_equal(&full->sigs[i], &executable->sigs[i]);
+  if (!same) {
+    tpr_executable_release(full);
+    return TPR_ERR(INVALID_ARGUMENT,
+                   "the upgrade's program has another signature than the first tier's");
+  }
+  // A launch may be reading |loaded| right now on another thread: the first
+  // tier's code stays until the executable itself goes (its last holder,
+  // which also outlives every queued launch).
+  executable->first_tier_code = executable->loaded;
+  executable->loaded = full->loaded;
+  atomic_store(&executable->first_tier, false);
+  full->loaded = NULL;
+  tpr_executable_release(full);
+  return tpr_ok_status();
 }
 
 tpr_status_t tpr_executable_compile_replicated(tpr_client_t* client, const char* mlir,
@@ -168,7 +238,7 @@ tpr_status_t tpr_executable_compile_replicated(tpr_client_t* client, const char*
   // Not portable: replica i runs on device i (the default assignment).
   const char options[] = {0x1a, 0x04, 0x20, (char)num_replicas, 0x28, 0x01};
   TPR_RETURN_IF_ERROR(
-      compile_with(client, mlir, mlir_size, options, sizeof options, out_executable));
+      compile_with(client, mlir, mlir_size, options, sizeof options, false, out_executable));
   (*out_executable)->num_replicas = num_replicas;
   return tpr_ok_status();
 }
@@ -561,8 +631,11 @@ void tpr_executable_release(tpr_executable_t* executable) {
       1)
     return;
   const PJRT_Api* api = executable->client->api;
-  PJRT_LoadedExecutable_Destroy_Args x = {.struct_size = sizeof x,
-                                          .executable = executable->loaded};
-  tpr_status_free(tpr_pjrt_status(api, api->LoadedExecutable_Destroy(&x)));
+  PJRT_LoadedExecutable* code[2] = {executable->loaded, executable->first_tier_code};
+  for (int i = 0; i < 2; i++) {
+    if (!code[i]) continue;
+    PJRT_LoadedExecutable_Destroy_Args x = {.struct_size = sizeof x, .executable = code[i]};
+    tpr_status_free(tpr_pjrt_status(api, api->LoadedExecutable_Destroy(&x)));
+  }
   tpr_free(executable);
 }

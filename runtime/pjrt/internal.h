@@ -71,7 +71,11 @@ struct tpr_buffer {
 struct tpr_executable {
   atomic_int refs;
   tpr_client_t* client;
-  PJRT_LoadedExecutable* loaded;  // owned
+  // Owned. Replaced once by tpr_executable_upgrade (a launch thread reads
+  // it meanwhile); the code it replaced stays in |first_tier_code|.
+  _Atomic(PJRT_LoadedExecutable*) loaded;
+  PJRT_LoadedExecutable* first_tier_code;  // owned; NULL until upgraded
+  atomic_bool first_tier;  // compiled by tpr_executable_compile_first_tier, not upgraded
   size_t num_outputs;
   int num_params;            // -1: unknown (no signature in the text)
   int num_replicas;          // 0: portable (one device, any); else replica i on device i

@@ -806,3 +806,81 @@ TPR_TEST(runtime_transpose_output_is_row_major) {
   tpr_executable_release(e);
   tpr_client_destroy(c);
 }
+
+//===--- tiered compilation -----------------------------------------------===//
+
+typedef struct {
+  tpr_executable_t* exe;
+  tpr_buffer_t* x;
+  atomic_bool stop;
+  int bad;   // results that were not x + x
+  int runs;
+} launcher_arg_t;
+
+// Runs the executable over and over while the main thread upgrades it.
+static void* run_until_stopped(void* p) {
+  launcher_arg_t* a = (launcher_arg_t*)p;
+  while (!atomic_load(&a->stop) || a->runs < 20) {
+    tpr_buffer_t* args[2] = {a->x, a->x};
+    tpr_buffer_t* out = NULL;
+    float r[4];
+    if (!tpr_status_is_ok(tpr_executable_execute(a->exe, 0, args, 2, NULL, &out, false)) ||
+        !tpr_status_is_ok(tpr_buffer_to_host(out, r, sizeof r)) || r[0] != 2 || r[3] != 8)
+      a->bad++;
+    tpr_buffer_release(out);
+    a->runs++;
+  }
+  return NULL;
+}
+
+TPR_TEST(runtime_first_tier_upgrades_in_place) {
+  tpr_client_t* c;
+  CHECK_OK(fixture_client(1, &c));
+  tpr_runtime_stats_t before, after;
+  tpr_runtime_get_stats(&before);
+  tpr_executable_t* e;
+  CHECK_OK(tpr_executable_compile_first_tier(c, ADD_F32_4, strlen(ADD_F32_4), &e));
+  CHECK(tpr_executable_is_first_tier(e));
+  // Another program cannot replace it.
+  const char* other =
+      "module @add { func.func public @main(%arg0: tensor<8xf32>, %arg1: "
+      "tensor<8xf32>) -> (tensor<8xf32>) {\n"
+      "  %0 = \"stablehlo.add\"(%arg0, %arg1) : (tensor<8xf32>, tensor<8xf32>) -> "
+      "tensor<8xf32>\n  \"func.return\"(%0) : (tensor<8xf32>) -> ()\n} }\n";
+  CHECK_STATUS(tpr_executable_upgrade(e, other, strlen(other)), TPR_INVALID_ARGUMENT);
+  CHECK(tpr_executable_is_first_tier(e));
+
+  // Upgraded while another thread launches it: every launch is right.
+  float x[4] = {1, 2, 3, 4};
+  launcher_arg_t a = {.exe = e};
+  CHECK_OK(fixture_f32(c, 0, x, 4, &a.x));
+  atomic_init(&a.stop, false);
+  pthread_t t;
+  CHECK(pthread_create(&t, NULL, run_until_stopped, &a) == 0);
+  CHECK_OK(tpr_executable_upgrade(e, ADD_F32_4, strlen(ADD_F32_4)));
+  atomic_store(&a.stop, true);
+  pthread_join(t, NULL);
+  CHECK(a.bad == 0);
+  CHECK(a.runs >= 20);
+  CHECK(!tpr_executable_is_first_tier(e));
+  CHECK_STATUS(tpr_executable_upgrade(e, ADD_F32_4, strlen(ADD_F32_4)),
+               TPR_FAILED_PRECONDITION);
+  tpr_runtime_get_stats(&after);
+  CHECK(after.first_tier_compiles == before.first_tier_compiles + 1);
+  CHECK(after.upgrades == before.upgrades + 2);  // the rejected one compiled too
+  CHECK(after.upgrade_seconds > before.upgrade_seconds);
+  CHECK(after.compiles == before.compiles + 1);  // upgrades are not waited-for compiles
+
+  // The full code is what a persistent cache gets.
+  void* data;
+  size_t size;
+  CHECK_OK(tpr_executable_serialize(e, &data, &size));
+  tpr_executable_t* d;
+  CHECK_OK(tpr_executable_deserialize(c, data, size, &d));
+  CHECK(!tpr_executable_is_first_tier(d));
+  tpr_free(data);
+  tpr_executable_release(d);
+  tpr_buffer_release(a.x);
+  tpr_executable_release(e);
+  tpr_client_destroy(c);
+}

@@ -13,6 +13,7 @@ import torch
 x = torch.arange(12.0, device='tpu').reshape(3, 4)
 y = ((x @ x.t()).relu() + 1).sum()
 assert y.item() == {expected}
+torch.tpu.wait_for_compiles()  # the full code reaches the disk in the background
 s = torch.tpu._get_cache_stats()
 print('STATS', s['compiles'], s['disk_hits'], s['disk_writes'], s['disk_corrupt'], s['disk_evictions'])
 """
