@@ -65,17 +65,28 @@ bool tpr_eager_launch_blocking(void) { return atomic_load(&launch_blocking); }
 //===--- in-flight results ------------------------------------------------===//
 //
 // Results of recent executions, oldest first. synchronize() awaits them all;
-// when the queue is full the oldest half is awaited, which bounds how far
-// the host runs ahead of the device (like a CUDA launch queue).
+// when the queue is full (in count or bytes) the oldest half is awaited,
+// which bounds how far the host runs ahead of the device (like a CUDA launch
+// queue).
 
 #define PENDING_MAX 256
+// Also bounded in bytes: a result the host has since replaced (an in-place
+// update, a freed temporary) stays in memory while it waits here, so large
+// ones make run-ahead cost memory a CUDA stream would not (training a 49M
+// GPT in strict mode peaked at 3.5 GiB unbounded, 1.15 GiB at this bound,
+// at the same speed). Small ops, where run-ahead pays, rarely reach it.
+#define PENDING_MAX_BYTES ((size_t)64 << 20)
 static tpr_buffer_t* pending[PENDING_MAX];
 static int pending_count;
+static size_t pending_bytes;  // their sizes: results the host runs ahead with
 static pthread_mutex_t pending_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static tpr_status_t await_oldest(int n, tpr_buffer_t** taken) {
   // Called with pending_lock held: moves the n oldest out.
-  for (int i = 0; i < n; i++) taken[i] = pending[i];
+  for (int i = 0; i < n; i++) {
+    taken[i] = pending[i];
+    pending_bytes -= tpr_buffer_byte_size(pending[i]);
+  }
   memmove(pending, pending + n, (size_t)(pending_count - n) * sizeof pending[0]);
   pending_count -= n;
   return tpr_ok_status();
@@ -97,11 +108,12 @@ void tpr_pending_push(tpr_buffer_t* buffer) {
   tpr_buffer_t* taken[PENDING_MAX / 2];
   int n = 0;
   pthread_mutex_lock(&pending_lock);
-  if (pending_count == PENDING_MAX) {
-    n = PENDING_MAX / 2;
+  if (pending_count == PENDING_MAX || (pending_bytes > PENDING_MAX_BYTES && pending_count > 1)) {
+    n = pending_count / 2;
     (void)await_oldest(n, taken);
   }
   pending[pending_count++] = tpr_buffer_retain(buffer);
+  pending_bytes += tpr_buffer_byte_size(buffer);
   pthread_mutex_unlock(&pending_lock);
   // Bounding the run-ahead needs only the newest of the oldest half: an
   // await per buffer (an event object each) cost a tenth of a small op.
