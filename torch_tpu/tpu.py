@@ -298,11 +298,11 @@ def is_current_stream_capturing():
 def wait_for_compiles(timeout=None):
     """Waits until every program is running its fully optimised code.
 
-    A program the process has not seen before is first compiled quickly at a
-    lower optimisation level and runs at once, while a background thread
-    compiles it fully and swaps that code in (TORCH_TPU_TIERED_COMPILE=0
-    turns this off). Benchmarks call this after their warm-up so that they
-    time the steady state. Returns False if `timeout` seconds passed first."""
+    With TORCH_TPU_TIERED_COMPILE=1, a program the process has not seen
+    before is first compiled quickly at a lower optimisation level and runs
+    at once, while a background thread compiles it fully and swaps that code
+    in. Benchmarks call this after their warm-up so that they time the
+    steady state. Returns False if `timeout` seconds passed first."""
     import time
 
     if not _C._is_initialized():

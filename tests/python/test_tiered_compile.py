@@ -1,11 +1,13 @@
-"""Tiered compilation: a new program runs from a quick first-tier compile
-while a background thread compiles it fully and swaps the code in; only the
-full code reaches the disk cache, and exit waits for compiles in flight."""
+"""Tiered compilation (TORCH_TPU_TIERED_COMPILE=1): a new program runs from a
+quick first-tier compile while a background thread compiles it fully and
+swaps the code in; only the full code reaches the disk cache, and exit waits
+for compiles in flight. Off by default."""
 import json
 import os
 import subprocess
 import sys
 
+import pytest
 import torch
 
 # A small training step in a fresh process; prints its losses, parameters
@@ -44,9 +46,12 @@ print("RESULT " + json.dumps({"losses": losses, "done": done, **{k: s[k] for k i
 
 
 def run(cache, mode="strict", wait=True, env=None):
-    e = dict(os.environ, TORCH_TPU_CACHE_DIR=str(cache), **(env or {}))
-    e.pop("TORCH_TPU_TIERED_COMPILE", None)
-    e.update(env or {})
+    e = dict(os.environ, TORCH_TPU_CACHE_DIR=str(cache), TORCH_TPU_TIERED_COMPILE="1")
+    for k, v in (env or {}).items():
+        if v is None:
+            e.pop(k, None)  # unset: the default
+        else:
+            e[k] = v
     r = subprocess.run([sys.executable, "-c", CODE, mode, "wait" if wait else "exit"],
                        capture_output=True, text=True, env=e, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
@@ -109,8 +114,9 @@ def test_compiled_programs_are_upgraded(tmp_path):
     assert r["upgrades"] == r["first_tier_compiles"] and r["upgrade_failures"] == 0
 
 
-def test_off_compiles_fully_at_once(tmp_path):
-    r = run(tmp_path, env={"TORCH_TPU_TIERED_COMPILE": "0"})
+@pytest.mark.parametrize("setting", ["0", None])
+def test_off_compiles_fully_at_once(tmp_path, setting):
+    r = run(tmp_path, env={"TORCH_TPU_TIERED_COMPILE": setting})
     check_against_cpu(r)
     assert r["compiles"] > 0 and r["first_tier_compiles"] == 0 and r["upgrades"] == 0
     assert r["disk_writes"] == r["compiles"]

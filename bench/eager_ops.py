@@ -1,0 +1,111 @@
+"""Where a strict-eager training step goes, op by op, against PyTorch's CPU
+path: TinyGPT (4 layers, d 256, seq 128, vocab 512), batch 8, AdamW, one
+step profiled on each side (torch.profiler, self time per aten op summed
+over its calls). On tpu every op is made to wait for its result
+(TORCH_TPU_LAUNCH_BLOCKING=1), so its time is dispatch plus XLA:CPU's kernel;
+a second tpu column times the same step with asynchronous launches (the
+host's share alone). The steady-state step times of strict, fused and
+compiled come first, all as medians in the same run.
+
+    python bench/eager_ops.py [--batch 8] [--reps 5] [--top 25]"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+CHILD = r"""
+import json, statistics, sys, time
+sys.path.insert(0, HERE)
+import torch
+from torch.profiler import ProfilerActivity, profile
+from models import TinyGPT, gpt_batch, gpt_loss
+device, mode, batch, reps = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+if device == "tpu":
+    import torch_tpu
+    torch_tpu.set_execution_mode("fused" if mode == "fused" else "strict")
+torch.manual_seed(0)
+model = TinyGPT().to(device)
+opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+x, y = gpt_batch(batch, 128, 512, device)
+
+
+def step():
+    opt.zero_grad(set_to_none=True)
+    loss = gpt_loss(model, x, y)
+    loss.backward()
+    opt.step()
+    return loss
+
+
+if mode == "compiled":
+    step = torch.compile(step, backend="tpu")
+for _ in range(3):
+    step().item()
+if device == "tpu":
+    torch.tpu.wait_for_compiles()
+times = []
+for _ in range(reps):
+    t0 = time.perf_counter()
+    step().item()
+    times.append(time.perf_counter() - t0)
+out = {"step_s": statistics.median(times), "ops": {}}
+if mode in ("strict", "cpu"):
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        step().item()
+    for e in prof.key_averages():
+        if e.key.startswith("aten::"):
+            out["ops"][e.key] = [e.count, e.self_cpu_time_total / 1e3]
+print("RESULT " + json.dumps(out))
+""".replace("HERE", repr(HERE))
+
+
+def run(device, mode, args, env=None):
+    e = dict(os.environ, **(env or {}))
+    r = subprocess.run([sys.executable, "-c", CHILD, device, mode, str(args.batch),
+                        str(args.reps)], capture_output=True, text=True, env=e, timeout=1200)
+    line = [ln for ln in r.stdout.splitlines() if ln.startswith("RESULT ")]
+    if r.returncode or not line:
+        raise RuntimeError(f"{device} {mode} failed:\n{r.stderr[-3000:]}")
+    return json.loads(line[0][7:])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--top", type=int, default=25)
+    args = ap.parse_args()
+    cpu = run("cpu", "cpu", args)
+    strict = run("tpu", "strict", args)
+    blocking = run("tpu", "strict", args, {"TORCH_TPU_LAUNCH_BLOCKING": "1"})
+    fused = run("tpu", "fused", args)
+    compiled = run("tpu", "compiled", args)
+    print(f"TinyGPT batch {args.batch} + AdamW, one training step (median of {args.reps}):")
+    for name, r in (("cpu eager", cpu), ("tpu strict", strict), ("tpu fused", fused),
+                    ("tpu compiled", compiled)):
+        print(f"  {name:13s} {r['step_s'] * 1e3:7.1f} ms   cpu/this {cpu['step_s'] / r['step_s']:.2f}x")
+    names = set(cpu["ops"]) | set(blocking["ops"])
+    rows = []
+    for n in names:
+        c = cpu["ops"].get(n, [0, 0.0])
+        b = blocking["ops"].get(n, [0, 0.0])
+        a = strict["ops"].get(n, [0, 0.0])
+        rows.append((b[1], n, c, b, a))
+    rows.sort(reverse=True)
+    tot = [sum(r[2][1] for r in rows), sum(r[3][1] for r in rows), sum(r[4][1] for r in rows)]
+    print(f"\nper aten op, self time in one profiled step (ms; tpu blocking = dispatch + kernel, "
+          f"tpu async = the host's share)")
+    print(f"{'op':44s} {'calls':>5s} {'cpu':>8s} {'tpu blocking':>13s} {'ratio':>6s} "
+          f"{'tpu async':>10s}")
+    for _, n, c, b, a in rows[:args.top]:
+        ratio = f"{b[1] / c[1]:5.1f}x" if c[1] > 0 else ""
+        print(f"{n[:44]:44s} {max(c[0], b[0]):5d} {c[1]:8.2f} {b[1]:13.2f} {ratio:>6s} {a[1]:10.2f}")
+    print(f"{'all aten ops':44s} {'':5s} {tot[0]:8.2f} {tot[1]:13.2f} "
+          f"{tot[1] / tot[0]:5.1f}x {tot[2]:10.2f}")
+
+
+if __name__ == "__main__":
+    main()
