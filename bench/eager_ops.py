@@ -2,10 +2,10 @@
 path: TinyGPT (4 layers, d 256, seq 128, vocab 512), batch 8, AdamW, one
 step profiled on each side (torch.profiler, self time per aten op summed
 over its calls). On tpu every op is made to wait for its result
-(TORCH_TPU_LAUNCH_BLOCKING=1), so its time is dispatch plus XLA:CPU's kernel;
-a second tpu column times the same step with asynchronous launches (the
-host's share alone). The steady-state step times of strict, fused and
-compiled come first, all as medians in the same run.
+(TORCH_TPU_LAUNCH_BLOCKING=1), so its time is dispatch plus XLA:CPU's kernel.
+The CPU runs attention as one fused kernel, tpu as matrix products and a
+softmax: compare the groups at the end. The steady-state step times of
+strict, fused and compiled come first, all as medians in the same run.
 
     python bench/eager_ops.py [--batch 8] [--reps 5] [--top 25]"""
 import argparse
@@ -88,24 +88,30 @@ def main():
                     ("tpu compiled", compiled)):
         print(f"  {name:13s} {r['step_s'] * 1e3:7.1f} ms   cpu/this {cpu['step_s'] / r['step_s']:.2f}x")
     names = set(cpu["ops"]) | set(blocking["ops"])
-    rows = []
-    for n in names:
+    rows = sorted(((max(cpu["ops"].get(n, [0, 0.0])[1], blocking["ops"].get(n, [0, 0.0])[1]), n)
+                   for n in names), reverse=True)
+    print("\nper aten op, self time in one profiled step (ms; tpu = dispatch + XLA:CPU kernel)")
+    print(f"{'op':52s} {'calls cpu/tpu':>13s} {'cpu':>8s} {'tpu':>8s} {'tpu/cpu':>8s}")
+    for _, n in rows[:args.top]:
         c = cpu["ops"].get(n, [0, 0.0])
         b = blocking["ops"].get(n, [0, 0.0])
-        a = strict["ops"].get(n, [0, 0.0])
-        rows.append((b[1], n, c, b, a))
-    rows.sort(reverse=True)
-    tot = [sum(r[2][1] for r in rows), sum(r[3][1] for r in rows), sum(r[4][1] for r in rows)]
-    print(f"\nper aten op, self time in one profiled step (ms; tpu blocking = dispatch + kernel, "
-          f"tpu async = the host's share)")
-    print(f"{'op':44s} {'calls':>5s} {'cpu':>8s} {'tpu blocking':>13s} {'ratio':>6s} "
-          f"{'tpu async':>10s}")
-    for _, n, c, b, a in rows[:args.top]:
-        ratio = f"{b[1] / c[1]:5.1f}x" if c[1] > 0 else ""
-        print(f"{n[:44]:44s} {max(c[0], b[0]):5d} {c[1]:8.2f} {b[1]:13.2f} {ratio:>6s} {a[1]:10.2f}")
-    print(f"{'all aten ops':44s} {'':5s} {tot[0]:8.2f} {tot[1]:13.2f} "
-          f"{tot[1] / tot[0]:5.1f}x {tot[2]:10.2f}")
-
+        ratio = f"{b[1] / c[1]:7.1f}x" if c[1] > 0 and b[1] > 0 else ""
+        print(f"{n[:52]:52s} {f'{c[0]}/{b[0]}':>13s} {c[1]:8.2f} {b[1]:8.2f} {ratio:>8s}")
+    groups = {"matrix products (mm, addmm, bmm, linear)": ("aten::mm", "aten::addmm", "aten::bmm",
+                                                           "aten::linear"),
+              "attention (CPU's fused kernel and backward)": (
+                  "aten::_scaled_dot_product_flash_attention_for_cpu",
+                  "aten::_scaled_dot_product_flash_attention_for_cpu_backward")}
+    print()
+    rest_c = sum(v[1] for v in cpu["ops"].values())
+    rest_b = sum(v[1] for v in blocking["ops"].values())
+    for g, ops in groups.items():
+        c = sum(cpu["ops"].get(n, [0, 0.0])[1] for n in ops)
+        b = sum(blocking["ops"].get(n, [0, 0.0])[1] for n in ops)
+        rest_c -= c
+        rest_b -= b
+        print(f"{g:66s} {c:8.2f} {b:8.2f}" + (f" {b / c:7.1f}x" if c and b else ""))
+    print(f"{'every other aten op':66s} {rest_c:8.2f} {rest_b:8.2f} {rest_b / rest_c:7.1f}x")
 
 if __name__ == "__main__":
     main()
