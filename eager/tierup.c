@@ -10,9 +10,9 @@
 // rounds some results differently from its full code (the suite saw an
 // int64 linspace one off, a Linear's output change bits), so a program's
 // results would depend on whether its upgrade had finished, within one
-// process and between a cold and a warm one. Measured on the CPU plugin: the first strict training step
-// of bench/cold_start.py 3.5 -> 3.1 s, fused 2.1 -> 1.7 s, a first randn
-// 180 -> 68 ms.
+// process and between a cold and a warm one. Measured on the CPU plugin:
+// the first strict training step of bench/cold_start.py 3.5 -> 3.1 s, fused
+// 2.1 -> 1.7 s, a first randn 180 -> 68 ms.
 #define _XOPEN_SOURCE 700  // POSIX.1-2008: clock_gettime
 #include <stdio.h>
 #include <stdlib.h>
