@@ -18,12 +18,13 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from common import child_result  # noqa: E402
 
 TORCH_CHILD = r"""
 import json, os, sys, time
@@ -177,14 +178,6 @@ print("RESULT " + json.dumps({"import": t_import, "setup": t_setup,
 """
 
 
-def child(cmd, env):
-    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
-    line = [ln for ln in r.stdout.splitlines() if ln.startswith("RESULT ")]
-    if r.returncode or not line:
-        raise RuntimeError(f"{cmd[:3]} failed:\n{r.stderr[-3000:]}")
-    return json.loads(line[0][7:])
-
-
 def run_pair(mode, args):
     """A cold run on empty caches, then a warm one on what it left."""
     with tempfile.TemporaryDirectory() as cache:
@@ -195,7 +188,7 @@ def run_pair(mode, args):
             env["JAX_PLATFORMS"] = "cpu"
         else:
             cmd = [sys.executable, "-c", TORCH_CHILD, mode]
-        return child(cmd, env), child(cmd, env)
+        return child_result(cmd, env), child_result(cmd, env)
 
 
 def main():

@@ -1,8 +1,20 @@
 """Shared timing helpers: medians of repeated runs, always against a reference
 measured in the same process."""
+import json
 import statistics
+import subprocess
 import sys
 import time
+
+
+def child_result(cmd, env=None, timeout=900):
+    """Runs |cmd| (a benchmark's child process) and returns the JSON it
+    printed on its `RESULT ` line; a failure raises with its stderr."""
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+    line = [ln for ln in r.stdout.splitlines() if ln.startswith("RESULT ")]
+    if r.returncode or not line:
+        raise RuntimeError(f"{' '.join(map(str, cmd[:3]))} failed:\n{r.stderr[-3000:]}")
+    return json.loads(line[0][7:])
 
 
 def settle():

@@ -12,7 +12,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -20,7 +19,7 @@ import time
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import median_time  # noqa: E402
+from common import child_result, median_time  # noqa: E402
 from models import TinyGPT, gpt_batch, gpt_train_step  # noqa: E402
 
 
@@ -120,13 +119,9 @@ def compile_times(args):
             # the executables of the ops it runs one by one.
             for label in ("cold", "warm", "dynamo", "dynamo"):
                 backend = "eager" if label == "dynamo" else "tpu"
-                r = subprocess.run([sys.executable, __file__, "--child", "--batch",
-                                    str(args.batch), "--child-backend", backend],
-                                   env=env, capture_output=True, text=True, timeout=1800)
-                line = [ln for ln in r.stdout.splitlines() if ln.startswith("RESULT ")]
-                if r.returncode or not line:
-                    raise RuntimeError(f"compile-time child failed:\n{r.stderr[-3000:]}")
-                pair[label] = json.loads(line[0][7:])
+                pair[label] = child_result([sys.executable, __file__, "--child", "--batch",
+                                            str(args.batch), "--child-backend", backend],
+                                           env, timeout=1800)
         runs["cold"].append(pair["cold"])
         runs["warm"].append(pair["warm"])
         runs["dynamo"].append(pair["dynamo"])

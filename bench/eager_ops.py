@@ -9,19 +9,19 @@ strict, fused and compiled come first, all as medians in the same run.
 
     python bench/eager_ops.py [--batch 8] [--reps 5] [--top 25]"""
 import argparse
-import json
 import os
-import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from common import child_result  # noqa: E402
 
 CHILD = r"""
 import json, statistics, sys, time
 sys.path.insert(0, HERE)
 import torch
 from torch.profiler import ProfilerActivity, profile
-from models import TinyGPT, gpt_batch, gpt_loss
+from models import TinyGPT, gpt_batch, gpt_train_step
 device, mode, batch, reps = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 if device == "tpu":
     import torch_tpu
@@ -30,31 +30,22 @@ torch.manual_seed(0)
 model = TinyGPT().to(device)
 opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
 x, y = gpt_batch(batch, 128, 512, device)
-
-
-def step():
-    opt.zero_grad(set_to_none=True)
-    loss = gpt_loss(model, x, y)
-    loss.backward()
-    opt.step()
-    return loss
-
-
+step = gpt_train_step(model, opt)
 if mode == "compiled":
     step = torch.compile(step, backend="tpu")
 for _ in range(3):
-    step().item()
+    step(x, y).item()
 if device == "tpu":
     torch.tpu.wait_for_compiles()
 times = []
 for _ in range(reps):
     t0 = time.perf_counter()
-    step().item()
+    step(x, y).item()
     times.append(time.perf_counter() - t0)
 out = {"step_s": statistics.median(times), "ops": {}}
 if mode in ("strict", "cpu"):
     with profile(activities=[ProfilerActivity.CPU]) as prof:
-        step().item()
+        step(x, y).item()
     for e in prof.key_averages():
         if e.key.startswith("aten::"):
             out["ops"][e.key] = [e.count, e.self_cpu_time_total / 1e3]
@@ -63,13 +54,8 @@ print("RESULT " + json.dumps(out))
 
 
 def run(device, mode, args, env=None):
-    e = dict(os.environ, **(env or {}))
-    r = subprocess.run([sys.executable, "-c", CHILD, device, mode, str(args.batch),
-                        str(args.reps)], capture_output=True, text=True, env=e, timeout=1200)
-    line = [ln for ln in r.stdout.splitlines() if ln.startswith("RESULT ")]
-    if r.returncode or not line:
-        raise RuntimeError(f"{device} {mode} failed:\n{r.stderr[-3000:]}")
-    return json.loads(line[0][7:])
+    return child_result([sys.executable, "-c", CHILD, device, mode, str(args.batch),
+                         str(args.reps)], dict(os.environ, **(env or {})), timeout=1200)
 
 
 def main():

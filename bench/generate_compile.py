@@ -11,12 +11,14 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 
 import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import child_result  # noqa: E402
 
 SETUPS = {
     "cpu eager": {},
@@ -64,13 +66,9 @@ def child(args):
 def run(setup, args):
     with tempfile.TemporaryDirectory() as cache:
         env = dict(os.environ, TORCH_TPU_CACHE_DIR=cache, **SETUPS[setup])
-        r = subprocess.run([sys.executable, __file__, "--child", setup, "--new", str(args.new),
-                            "--prompt", str(args.prompt), "--reps", str(args.reps)],
-                           env=env, capture_output=True, text=True, timeout=3600)
-    line = [ln for ln in r.stdout.splitlines() if ln.startswith("RESULT ")]
-    if r.returncode or not line:
-        raise RuntimeError(f"{setup} failed:\n{r.stderr[-3000:]}")
-    return json.loads(line[0][7:])
+        return child_result([sys.executable, __file__, "--child", setup, "--new", str(args.new),
+                             "--prompt", str(args.prompt), "--reps", str(args.reps)],
+                            env, timeout=3600)
 
 
 def main():

@@ -8,13 +8,13 @@ gradients and AdamW state are the floor (4 x 4 bytes per parameter).
 
     python bench/memory.py [--modes strict fused compiled cpu] [--rounds 2]"""
 import argparse
-import json
 import os
 import statistics
-import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from common import child_result  # noqa: E402
 
 CHILD = r"""
 import json, resource, sys
@@ -41,7 +41,7 @@ def peak_rss():  # VmHWM, reset below so that imports do not count
                 return int(line.split()[1]) * 1024
 
 
-from models import TinyGPT, gpt_batch, gpt_loss
+from models import TinyGPT, gpt_batch, gpt_train_step
 with open("/proc/self/clear_refs", "w") as f:
     f.write("5")  # resets VmHWM to the current RSS
 idle = rss()
@@ -50,19 +50,10 @@ model = TinyGPT(vocab=8192, d=768, layers=6, heads=12, seq=256).to(device)
 opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
 x, y = gpt_batch(4, 256, 8192, device)
 params = sum(p.numel() for p in model.parameters())
-
-
-def step():
-    opt.zero_grad(set_to_none=True)
-    loss = gpt_loss(model, x, y)
-    loss.backward()
-    opt.step()
-    return loss
-
-
+step = gpt_train_step(model, opt)
 if mode == "compiled":
     step = torch.compile(step, backend="tpu")
-losses = [step().item() for _ in range(3)]
+losses = [step(x, y).item() for _ in range(3)]
 out = {"params": params, "losses": losses, "peak_rss": peak_rss() - idle}
 if device == "tpu":
     torch.tpu.synchronize()
@@ -70,15 +61,6 @@ if device == "tpu":
     out["device_now"] = torch.tpu.memory_allocated()
 print("RESULT " + json.dumps(out))
 """.replace("HERE", repr(HERE))
-
-
-def run(mode):
-    r = subprocess.run([sys.executable, "-c", CHILD, mode], capture_output=True, text=True,
-                       timeout=1200)
-    line = [ln for ln in r.stdout.splitlines() if ln.startswith("RESULT ")]
-    if r.returncode or not line:
-        raise RuntimeError(f"{mode} failed:\n{r.stderr[-3000:]}")
-    return json.loads(line[0][7:])
 
 
 def main():
@@ -89,7 +71,7 @@ def main():
     runs = {m: [] for m in args.modes}
     for _ in range(args.rounds):
         for m in args.modes:
-            runs[m].append(run(m))
+            runs[m].append(child_result([sys.executable, "-c", CHILD, m], timeout=1200))
     gib = 2.0 ** 30
     params = runs[args.modes[0]][0]["params"]
     floor = 16 * params / gib
