@@ -202,10 +202,9 @@ tpr_status_t tpr_executable_upgrade(tpr_executable_t* executable, const char* ml
                                    sizeof kCompileOptions, true, &full));
   bool same = full->num_outputs == executable->num_outputs &&
               full->num_params == executable->num_params;
-  for (size_t i = 0; same && i < full->num_outputs + (size_t)(full->num_params > 0
-                                                                  ? full->num_params
-                                                                  : 0);
-       i++)
+  // Outputs, then parameters (when the text had a signature).
+  size_t num_sigs = full->num_outputs + (size_t)(full->num_params > 0 ? full->num_params : 0);
+  for (size_t i = 0; same && i < num_sigs; i++)
     same = sig_equal(&full->sigs[i], &executable->sigs[i]);
   if (!same) {
     tpr_executable_release(full);
