@@ -10,6 +10,7 @@
 #include "core/TpuGenerator.h"
 #include "core/TpuStatus.h"
 #include "distributed/Bindings.h"
+#include "kernels/Kernel.h"
 
 extern "C" {
 #include "tpr/program.h"
@@ -179,6 +180,7 @@ PYBIND11_MODULE(_C, m) {
         default_generator(static_cast<c10::DeviceIndex>(d))));
   });
   m.def("_live_c_allocations", [] { return tpr_live_allocations(); });
+  init_kernel_bindings(m);
   init_program_bindings(m);
   init_distributed_bindings(m);
 }

@@ -493,7 +493,7 @@ static tpr_status_t append_op(const tpr_eager_call_t* call) {
   }
   for (int i = 0; i < call->num_outs; i++) outs[i] = TPR_VALUE_NONE;
   tpr_lower_ctx_t ctx = {graph, call->op_name, args, call->num_args,
-                         call->out_types, call->num_outs, outs};
+                         call->out_types, call->num_outs, outs, call->rule_data};
   tpr_status_t s;
   if (call->lower) {
     s = call->lower(&ctx);

@@ -24,6 +24,8 @@ _register()
 from .api import tpu_device  # noqa: E402
 from .metrics import metrics_report  # noqa: E402
 from .mode import execution_mode, get_execution_mode, mark_step, set_execution_mode  # noqa: E402
+from .custom_ops import custom_jax_kernel, jax_op, stablehlo_op  # noqa: E402
+from ._internal import pallas  # noqa: E402
 
 
 
@@ -41,4 +43,4 @@ def mark_dynamic(tensor, dim, max, min=2):
     torch._dynamo.mark_dynamic(tensor, dim, min=min, max=max)
 
 
-__all__ = ["mark_dynamic", "tpu_device", "set_execution_mode", "get_execution_mode", "execution_mode", "mark_step", "metrics_report"]
+__all__ = ["jax_op", "stablehlo_op", "custom_jax_kernel", "pallas", "mark_dynamic", "tpu_device", "set_execution_mode", "get_execution_mode", "execution_mode", "mark_step", "metrics_report"]

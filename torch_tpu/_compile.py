@@ -100,6 +100,12 @@ def _rule_name(op):
     return name if op._overloadname == "default" else f"{name}.{op._overloadname}"
 
 
+def _custom_ops():
+    from . import custom_ops
+
+    return custom_ops
+
+
 def has_rule(op):
     return _rule_name(op) in _rules()
 
@@ -460,11 +466,49 @@ class _Builder:
         if not isinstance(op, torch._ops.OpOverload):
             raise TpuCompileError(
                 f"{self.name}: unsupported call {op} in a compiled tpu graph, at\n{_where(node)}")
+        kernel_op = _custom_ops()._lookup(op)
+        if kernel_op is not None:
+            self.env[node] = self._lower_kernel(node, op, kernel_op)
+            return
         if op is torch.ops.aten.copy_.default and node.args[0] in self.input_index:
             self.mutations.append((node.args[0], node.args[1]))
             self.env[node] = self.env[node.args[1]]
             return
         self.env[node] = self._lower_op(node, op, node.args, node.kwargs, node.meta.get("val"))
+
+    def _lower_kernel(self, node, op, kernel_op):
+        """A jax_op / stablehlo_op node: its kernel, traced for the node's
+        input types, called on their values."""
+        args = _schema_args(op, node)
+        names = [a.name for a in op._schema.arguments]
+        tensors = [(n, a) for n, a in zip(names, args) if n not in kernel_op.static]
+        statics = {n: a for n, a in zip(names, args) if n in kernel_op.static}
+        if kernel_op.aliases:
+            raise TpuCompileError(
+                f"{_rule_name(op)} mutates its inputs, which compiled tpu graphs do not "
+                f"support yet (run it eagerly), at\n{_where(node)}")
+        specs, ids = [], []
+        for n, a in tensors:
+            if not isinstance(a, torch.fx.Node):
+                raise TpuCompileError(f"{_rule_name(op)}: argument {n} is not a tensor, at\n"
+                                      f"{_where(node)}")
+            specs.append(self._spec(a.meta.get("val"), _rule_name(op)))
+            ids.append(self._value(a))
+        try:
+            kernel = kernel_op.trace(specs, statics)
+            outs = self.prog.call_kernel(kernel, ids)
+        except Exception as e:
+            raise TpuCompileError(f"{_rule_name(op)}: {e}\n  at {_where(node)}") from e
+        returned = getattr(kernel_op, "returned", None)
+        outs = outs if returned is None else [outs[i] for i in returned]
+        val = node.meta.get("val")
+        return list(outs) if isinstance(val, (tuple, list)) else outs[0]
+
+    def _value(self, node):
+        """The graph value of |node| (a constant tensor is embedded)."""
+        if node in self.env:
+            return self.env[node]
+        raise TpuCompileError(f"{self.name}: {node.name} has no graph value")
 
     def _lower_rng_hop(self, node):
         """run_and_save_rng_state(op, *args): op's results after the state it

@@ -88,6 +88,10 @@ class Tape:
             elif kind == "convert":
                 _, v, dtype, shape, result = call
                 ids[result] = prog.convert(ids[v], dtype, shape)
+            elif kind == "call_kernel":
+                _, name, text, entry, in_specs, out_specs, args, results = call
+                kernel = _C.Kernel(name, text, entry, in_specs, out_specs)
+                ids.update(zip(results, prog.call_kernel(kernel, [ids[a] for a in args])))
             else:  # add_output
                 _, v, mutates, dtype = call
                 prog.add_output(ids[v], mutates, dtype)
@@ -119,6 +123,12 @@ class RecordingProgram:
         self.tape.calls.append(("lower", name, overload, [encode(a) for a in args],
                                 out_specs, rng_state, list(ids)))
         return ids
+
+    def call_kernel(self, kernel, ids):
+        r = self.prog.call_kernel(kernel.c, ids)
+        self.tape.calls.append(("call_kernel", kernel.name, kernel.text, kernel.entry,
+                                kernel.in_specs, kernel.out_specs, list(ids), list(r)))
+        return r
 
     def reserve_state(self, name, out_specs):
         r = self.prog.reserve_state(name, out_specs)

@@ -61,9 +61,16 @@ static void drop_checks(tpr_graph_t* g, int32_t keep) {
   g->num_checks = keep;
 }
 
+static void drop_kernels(tpr_graph_t* g, int32_t keep) {
+  for (int32_t i = keep; i < g->num_kernels; i++) tpr_kernel_release(g->kernels[i]);
+  g->num_kernels = keep;
+}
+
 void tpr_graph_free(tpr_graph_t* g) {
   if (!g) return;
   drop_checks(g, 0);
+  drop_kernels(g, 0);
+  tpr_free(g->kernels);
   tpr_free(g->check_values);
   tpr_free(g->check_messages);
   tpr_free(g->nodes);
@@ -82,6 +89,7 @@ void tpr_graph_reset(tpr_graph_t* g) {
   g->num_nodes = g->num_values = g->num_operands = g->num_ints = 0;
   g->num_results = g->num_params = 0;
   drop_checks(g, 0);
+  drop_kernels(g, 0);
   g->scope = 0;
   g->data_size = 0;
   tpr_status_free(g->status);
@@ -90,7 +98,8 @@ void tpr_graph_reset(tpr_graph_t* g) {
 
 tpr_graph_mark_t tpr_graph_get_mark(const tpr_graph_t* g) {
   tpr_graph_mark_t m = {g->num_nodes, g->num_values, g->num_operands, g->num_ints,
-                        g->num_params, g->num_checks,  g->data_size};
+                        g->num_params, g->num_checks,  g->num_kernels,
+                        g->data_size};
   return m;
 }
 
@@ -101,6 +110,7 @@ void tpr_graph_rollback(tpr_graph_t* g, const tpr_graph_mark_t* m) {
   g->num_ints = m->ints;
   g->num_params = m->params;
   drop_checks(g, m->checks);
+  drop_kernels(g, m->kernels);
   g->data_size = m->data;
   tpr_status_free(g->status);
   g->status = tpr_ok_status();

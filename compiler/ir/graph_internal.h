@@ -82,6 +82,9 @@ typedef enum tpr_op_e {
   TPR_OP_REDUCE_SCATTER,   // sub = tpr_reduce_op_t; ints end with the dimension
   TPR_OP_ALL_TO_ALL,       // ints end with split and concat dimensions
   TPR_OP_COLLECTIVE_PERMUTE,  // ints = num_pairs, (source, target) pairs
+  // kernels (compiler/stablehlo/kernel.c)
+  TPR_OP_CALL,             // sub = index into graph->kernels; data = the
+                           // kernel's hash; operands = its inputs
   TPR_OP_COUNT_
 } tpr_op_t;
 
@@ -127,6 +130,8 @@ struct tpr_graph {
   tpr_value_t* check_values;  // run-time checks (tpr_graph_add_check)
   char** check_messages;      // owned
   int32_t num_checks, cap_checks;
+  tpr_kernel_t** kernels;  // called kernels, one reference each
+  int32_t num_kernels, cap_kernels;
   int32_t scope;        // scope of the nodes being added (see tpr_node_t)
   tpr_status_t status;  // first error, or OK
 };

@@ -1163,6 +1163,11 @@ static void emit_node(emitter_t* e, int ni) {
       begin(e, n);
       call(e, n, "stablehlo.optimization_barrier");
       break;
+    case TPR_OP_CALL:
+      begin(e, n);
+      call(e, n, "func.call");
+      putf(e, " {callee = @%s}", tpr_kernel_entry(e->g->kernels[n->sub]));
+      break;
     case TPR_OP_TRANSPOSE:
       begin(e, n);
       call(e, n, "stablehlo.transpose");
@@ -1352,7 +1357,9 @@ tpr_status_t tpr_graph_emit_stablehlo(const tpr_graph_t* g, char** out_text,
     if (r) put(&e, ", ");
     put_type(&e, vtype(&e, g->results[r]));
   }
-  put(&e, ") -> ()\n  }\n}\n");
+  put(&e, ") -> ()\n  }\n");
+  for (int k = 0; k < g->num_kernels; k++) put(&e, tpr_kernel_text(g->kernels[k]));
+  put(&e, "}\n");
   tpr_free(params);
   tpr_free(e.per_use);
   tpr_free(e.per_use_at);

@@ -20,6 +20,7 @@
 #include "compile/Program.h"
 #include "core/TpuGenerator.h"
 #include "core/TpuStatus.h"
+#include "kernels/Kernel.h"
 
 extern "C" {
 #include "tpr/program.h"
@@ -193,6 +194,16 @@ class Program {
     return {outs.begin(), outs.end()};
   }
 
+  // Calls |kernel| on graph values |args|; returns its outputs' values.
+  std::vector<int> call_kernel(const Kernel& kernel, const std::vector<int>& args) {
+    tpr_graph_t* g = tpr_program_graph(p_);
+    std::vector<tpr_value_t> in(args.begin(), args.end());
+    std::vector<tpr_value_t> outs(kernel.outputs().size(), TPR_VALUE_NONE);
+    tpr_call_kernel(g, kernel.get(), in.data(), static_cast<int>(in.size()), outs.data());
+    check(tpr_graph_status(g));
+    return {outs.begin(), outs.end()};
+  }
+
   // The generator state (u64[2]) a random op with outputs |out_specs| would
   // draw with at this point, reserved for it: for ops whose state is also
   // saved (activation checkpointing's run_and_save_rng_state) to draw
@@ -349,6 +360,7 @@ void init_program_bindings(py::module& m) {
       .def("lower", &Program::lower, py::arg("name"), py::arg("overload"), py::arg("args"),
            py::arg("tensors"), py::arg("out_specs"), py::arg("rng_state") = -1)
       .def("reserve_state", &Program::reserve_state)
+      .def("call_kernel", &Program::call_kernel)
       .def("convert", &Program::convert)
       .def("set_dimension_size", &Program::set_dimension_size)
       .def("set_dimension_static", &Program::set_dimension_static)

@@ -154,8 +154,11 @@ typedef struct tpr_eager_call {
   // The window each result is written into (fresh outputs are windows over
   // new, unwritten storages), one per output. Must be non-overlapping.
   const tpr_tensor_ref_t* const* out_targets;
-  // Optional rule override (NULL: look op_name up in the rule table).
+  // Optional rule override (NULL: look op_name up in the rule table), and
+  // data it reads from its context (a kernel). Calls with an override never
+  // replay a remembered plan, so the data need not be in any signature.
   tpr_lower_fn_t lower;
+  const void* rule_data;
 } tpr_eager_call_t;
 
 tpr_status_t tpr_eager_run(const tpr_eager_call_t* call) TPR_MUST_USE_RESULT;

@@ -65,7 +65,7 @@ void tpr_graph_reset(tpr_graph_t* graph);
 // way through its rule leaves the graph as it was (fused eager keeps one
 // graph across many ops).
 typedef struct tpr_graph_mark {
-  int32_t nodes, values, operands, ints, params, checks;
+  int32_t nodes, values, operands, ints, params, checks, kernels;
   size_t data;
 } tpr_graph_mark_t;
 
@@ -453,6 +453,42 @@ typedef void (*tpr_region_fn_t)(tpr_graph_t* graph, void* user,
 void tpr_while(tpr_graph_t* graph, int count, const tpr_value_t* init,
                tpr_region_fn_t cond, tpr_region_fn_t body, void* user,
                tpr_value_t* out);
+
+//===--- kernels: StableHLO from elsewhere (compiler/stablehlo/kernel.c) --===//
+//
+// A kernel is StableHLO text written outside the builders (a JAX function's
+// lowering, a Pallas kernel in interpret mode, hand-written MLIR): func.func
+// definitions, optionally inside a module, pretty or generic form, one of
+// them the entry. A graph calls it like an op (func.call); the emitter
+// appends its functions, renamed k<hash>_<name> and private, to the module.
+// Kernels are immutable and reference counted (thread-safe); graphs retain
+// the kernels they call.
+#define TPR_KERNEL_MAX_ARGS 64
+typedef struct tpr_kernel tpr_kernel_t;
+// Checks the entry's signature in |text| against |inputs| -> |outputs|
+// (at least one output) and prepares the renamed text. |name| names the
+// kernel in errors; |entry| NULL means "main". Text with attribute or type
+// aliases (debug locations) is refused.
+tpr_status_t tpr_kernel_create(const char* name, const char* text, size_t size,
+                               const char* entry, const tpr_type_t* inputs,
+                               int num_inputs, const tpr_type_t* outputs,
+                               int num_outputs, tpr_kernel_t** out_kernel)
+    TPR_MUST_USE_RESULT;
+tpr_kernel_t* tpr_kernel_retain(tpr_kernel_t* kernel);
+void tpr_kernel_release(tpr_kernel_t* kernel);  // NULL is fine
+const char* tpr_kernel_name(const tpr_kernel_t* kernel);
+// The renamed definitions, and the entry's new symbol (without '@').
+const char* tpr_kernel_text(const tpr_kernel_t* kernel);
+const char* tpr_kernel_entry(const tpr_kernel_t* kernel);
+int tpr_kernel_num_inputs(const tpr_kernel_t* kernel);
+int tpr_kernel_num_outputs(const tpr_kernel_t* kernel);
+const tpr_type_t* tpr_kernel_input_type(const tpr_kernel_t* kernel, int index);
+const tpr_type_t* tpr_kernel_output_type(const tpr_kernel_t* kernel, int index);
+// A 128-bit hash of the text, entry and signature (part of graph hashes).
+void tpr_kernel_hash(const tpr_kernel_t* kernel, uint64_t out[2]);
+// Calls |kernel| on |args| (exactly its input types); out[i] gets output i.
+void tpr_call_kernel(tpr_graph_t* graph, tpr_kernel_t* kernel,
+                     const tpr_value_t* args, int num_args, tpr_value_t* out);
 
 //===--- views over flat storage ------------------------------------------===//
 //

@@ -79,6 +79,7 @@ typedef struct tpr_lower_ctx {
   const tpr_type_t* out_types;  // from PyTorch
   int32_t num_outs;
   tpr_value_t* outs;  // the rule fills num_outs values of exactly out_types
+  const void* rule_data;  // what the caller passed along with a rule override
 } tpr_lower_ctx_t;
 
 typedef tpr_status_t (*tpr_lower_fn_t)(tpr_lower_ctx_t* ctx);
@@ -92,6 +93,10 @@ typedef struct tpr_rule {
 const tpr_rule_t* tpr_rule_find(const char* op_name);
 // All rules (for coverage reports); *out_count gets the number.
 const tpr_rule_t* tpr_rule_table(size_t* out_count);
+
+// The rule for a kernel call (tpr_call_kernel): ctx->rule_data is the
+// tpr_kernel_t, the TENSOR arguments are its inputs in order.
+tpr_status_t tpr_lower_kernel_call(tpr_lower_ctx_t* ctx);
 
 // Runs the rule for ctx->op_name and checks that every output has exactly
 // its out_type. Errors name the op, the argument types and the reason.

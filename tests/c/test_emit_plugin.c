@@ -2,6 +2,7 @@
 // oldest XLA we target is the parser that matters. Every sample graph must
 // compile; view reads and writes (fixed and random windows) must match a
 // plain C reference; constants must come back bit-exact.
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -388,4 +389,154 @@ TPR_TEST(emit_plugin_parameter_views_written_per_use) {
   for (int i = 0; i < N; i++) CHECK(got[i] == m[i] + (gr[i] - m[i]) * 0.5f);
   tpr_client_destroy(c);
   tpr_graph_free(g);
+}
+
+//===--- kernels: StableHLO from elsewhere, called from a graph ------------===//
+
+// A pretty module the way a user writes one: a public entry calling a helper.
+static const char kPrettyKernel[] =
+    "module @user attributes {mhlo.num_partitions = 1 : i32} {\n"
+    "  func.func @main(%x: tensor<4xf32> {mhlo.layout_mode = \"default\"}) "
+    "-> (tensor<4xf32> {jax.result_info = \"result\"}) {\n"
+    "    %0 = func.call @twice(%x) : (tensor<4xf32>) -> tensor<4xf32>\n"
+    "    %1 = stablehlo.exponential %0 : tensor<4xf32>\n"
+    "    return %1 : tensor<4xf32>\n"
+    "  }\n"
+    "  func.func private @twice(%y: tensor<4xf32>) -> tensor<4xf32> {\n"
+    "    %0 = stablehlo.add %y, %y : tensor<4xf32>\n"
+    "    return %0 : tensor<4xf32>\n"
+    "  }\n"
+    "}\n";
+
+// The same names, another body (generic form, as JAX's MLIR prints it):
+// two kernels whose functions are both called main and twice.
+static const char kGenericKernel[] =
+    "\"func.func\"() <{function_type = (tensor<4xf32>) -> tensor<4xf32>, "
+    "sym_name = \"main\", sym_visibility = \"public\"}> ({\n"
+    "^bb0(%arg0: tensor<4xf32>):\n"
+    "  %0 = \"func.call\"(%arg0) <{callee = @twice}> : (tensor<4xf32>) -> tensor<4xf32>\n"
+    "  \"func.return\"(%0) : (tensor<4xf32>) -> ()\n"
+    "}) : () -> ()\n"
+    "\"func.func\"() <{function_type = (tensor<4xf32>) -> tensor<4xf32>, "
+    "sym_name = \"twice\", sym_visibility = \"private\"}> ({\n"
+    "^bb0(%arg0: tensor<4xf32>):\n"
+    "  %0 = \"stablehlo.multiply\"(%arg0, %arg0) : (tensor<4xf32>, tensor<4xf32>) -> "
+    "tensor<4xf32>\n"
+    "  \"func.return\"(%0) : (tensor<4xf32>) -> ()\n"
+    "}) : () -> ()\n";
+
+TPR_TEST(kernel_text_is_renamed_and_checked) {
+  tpr_type_t t4 = tpr_type_make(TPR_DTYPE_F32, 1, (int64_t[]){4});
+  tpr_type_t t5 = tpr_type_make(TPR_DTYPE_F32, 1, (int64_t[]){5});
+  tpr_kernel_t* k;
+  CHECK_OK(tpr_kernel_create("user::exp2x", kPrettyKernel, strlen(kPrettyKernel), NULL, &t4, 1,
+                             &t4, 1, &k));
+  const char* text = tpr_kernel_text(k);
+  const char* entry = tpr_kernel_entry(k);
+  CHECK(entry[0] == 'k' && strstr(entry, "_main") != NULL);
+  CHECK(strstr(text, "module") == NULL);  // the wrapper is gone
+  CHECK(strstr(text, "func.func private @k") != NULL);
+  CHECK(strstr(text, "@twice") == NULL && strstr(text, "_twice(%x)") != NULL);
+  // The same text gives the same names; another signature does not.
+  tpr_kernel_t* again;
+  CHECK_OK(tpr_kernel_create("user::exp2x", kPrettyKernel, strlen(kPrettyKernel), "main",
+                             &t4, 1, &t4, 1, &again));
+  CHECK(strcmp(tpr_kernel_entry(again), entry) == 0);
+  tpr_kernel_release(again);
+  tpr_kernel_release(k);
+
+  // Declared types that disagree with the text name the kernel and both types.
+  tpr_status_t s = tpr_kernel_create("user::exp2x", kPrettyKernel, strlen(kPrettyKernel), NULL,
+                                     &t5, 1, &t4, 1, &k);
+  CHECK(tpr_status_code(s) == TPR_INVALID_ARGUMENT);
+  CHECK(strstr(tpr_status_message(s), "user::exp2x") != NULL);
+  CHECK(strstr(tpr_status_message(s), "tensor<4xf32>") != NULL);
+  CHECK(strstr(tpr_status_message(s), "tensor<5xf32>") != NULL);
+  tpr_status_free(s);
+  s = tpr_kernel_create("g", kGenericKernel, strlen(kGenericKernel), NULL, &t4, 1, &t5, 1, &k);
+  CHECK(tpr_status_code(s) == TPR_INVALID_ARGUMENT);
+  CHECK(strstr(tpr_status_message(s), "result 0") != NULL);
+  tpr_status_free(s);
+  s = tpr_kernel_create("g", kGenericKernel, strlen(kGenericKernel), NULL, &t4, 1, NULL, 0, &k);
+  CHECK(tpr_status_code(s) == TPR_INVALID_ARGUMENT);
+  tpr_status_free(s);
+  s = tpr_kernel_create("g", kGenericKernel, strlen(kGenericKernel), "nope", &t4, 1, &t4, 1, &k);
+  CHECK(tpr_status_code(s) == TPR_INVALID_ARGUMENT);
+  CHECK(strstr(tpr_status_message(s), "nope") != NULL);
+  tpr_status_free(s);
+  // Debug locations live in aliases outside the module: refused, with advice.
+  static const char kAliased[] = "#loc1 = loc(\"x\")\nmodule {\n}\n";
+  s = tpr_kernel_create("a", kAliased, strlen(kAliased), NULL, &t4, 1, &t4, 1, &k);
+  CHECK(tpr_status_code(s) == TPR_INVALID_ARGUMENT);
+  CHECK(strstr(tpr_status_message(s), "debug info") != NULL);
+  tpr_status_free(s);
+  s = tpr_kernel_create("e", "", 0, NULL, &t4, 1, &t4, 1, &k);
+  CHECK(tpr_status_code(s) == TPR_INVALID_ARGUMENT);
+  tpr_status_free(s);
+}
+
+TPR_TEST(kernel_calls_compile_and_run) {
+  tpr_client_t* c;
+  CHECK_OK(fixture_client(1, &c));
+  tpr_type_t t4 = tpr_type_make(TPR_DTYPE_F32, 1, (int64_t[]){4});
+  tpr_kernel_t *exp2x, *square;
+  CHECK_OK(tpr_kernel_create("user::exp2x", kPrettyKernel, strlen(kPrettyKernel), NULL, &t4, 1,
+                             &t4, 1, &exp2x));
+  CHECK_OK(tpr_kernel_create("user::square", kGenericKernel, strlen(kGenericKernel), NULL,
+                             &t4, 1, &t4, 1, &square));
+  // y = square(exp2x(x)) + exp2x(x + 1): both kernels define main and twice,
+  // and exp2x is called twice.
+  tpr_graph_t* g;
+  CHECK_OK(tpr_graph_create(&g));
+  tpr_value_t x = tpr_parameter(g, t4);
+  tpr_value_t a, b, d;
+  tpr_call_kernel(g, exp2x, &x, 1, &a);
+  tpr_call_kernel(g, square, &a, 1, &b);
+  tpr_value_t x1 = tpr_binary(g, TPR_BINARY_ADD, x,
+                              tpr_broadcast_to(g, tpr_constant_f64(g, TPR_DTYPE_F32, 1.0), 1,
+                                               (int64_t[]){4}));
+  tpr_call_kernel(g, exp2x, &x1, 1, &d);
+  tpr_graph_add_result(g, tpr_binary(g, TPR_BINARY_ADD, b, d));
+  CHECK_OK(tpr_graph_status(g));
+  // Kernels are part of the hash.
+  uint64_t h1[2], h2[2];
+  tpr_graph_hash(g, h1);
+  float xs[4] = {0.0f, 0.5f, -1.0f, 0.25f}, got[4];
+  const float* args[1] = {xs};
+  CHECK_OK(run_f32(c, g, 1, args, NULL, got, 4));
+  for (int i = 0; i < 4; i++) {
+    double e = exp(2.0 * xs[i]);
+    double want = e * e + exp(2.0 * (xs[i] + 1.0));
+    CHECK(fabs(got[i] - want) <= 1e-5 * fabs(want));
+  }
+  // The same graph with the other kernel in the first call hashes apart.
+  tpr_graph_reset(g);
+  x = tpr_parameter(g, t4);
+  tpr_call_kernel(g, square, &x, 1, &a);
+  tpr_call_kernel(g, square, &a, 1, &b);
+  x1 = tpr_binary(g, TPR_BINARY_ADD, x,
+                  tpr_broadcast_to(g, tpr_constant_f64(g, TPR_DTYPE_F32, 1.0), 1,
+                                   (int64_t[]){4}));
+  tpr_call_kernel(g, exp2x, &x1, 1, &d);
+  tpr_graph_add_result(g, tpr_binary(g, TPR_BINARY_ADD, b, d));
+  tpr_graph_hash(g, h2);
+  CHECK(h1[0] != h2[0] || h1[1] != h2[1]);
+  // A wrong argument type is a graph error naming the kernel.
+  tpr_graph_reset(g);
+  tpr_value_t wide = tpr_parameter(g, tpr_type_make(TPR_DTYPE_F32, 1, (int64_t[]){5}));
+  tpr_call_kernel(g, exp2x, &wide, 1, &a);
+  CHECK(a == TPR_VALUE_NONE);
+  tpr_status_t s = tpr_graph_status(g);
+  CHECK(strstr(tpr_status_message(s), "user::exp2x") != NULL);
+  tpr_status_free(s);
+  // Rolling back past a call drops its reference; freeing drops the rest.
+  tpr_graph_reset(g);
+  x = tpr_parameter(g, t4);
+  tpr_graph_mark_t m = tpr_graph_get_mark(g);
+  tpr_call_kernel(g, square, &x, 1, &a);
+  tpr_graph_rollback(g, &m);
+  tpr_graph_free(g);
+  tpr_kernel_release(exp2x);
+  tpr_kernel_release(square);
+  tpr_client_destroy(c);
 }

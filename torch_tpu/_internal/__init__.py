@@ -1,0 +1,1 @@
+"""TorchTPU's unstable namespace, for code written against it."""
