@@ -25,7 +25,7 @@ from .api import tpu_device  # noqa: E402
 from .metrics import metrics_report  # noqa: E402
 from .mode import execution_mode, get_execution_mode, mark_step, set_execution_mode  # noqa: E402
 from .custom_ops import custom_jax_kernel, jax_op, stablehlo_op  # noqa: E402
-from ._internal import pallas  # noqa: E402
+from . import pallas  # noqa: E402
 
 
 

@@ -117,6 +117,18 @@ def _jax_dtype(torch_dtype, what):
     return dt
 
 
+_WIDE = (torch.float64, torch.int64, torch.uint64, torch.complex128)
+
+
+def _x64(jax, dtypes):
+    """JAX's 64-bit mode while tracing for 64-bit tensors (without it, JAX
+    narrows them to 32 bits); functions on narrower inputs trace as JAX
+    users wrote them."""
+    import contextlib
+
+    return jax.enable_x64(True) if any(d in _WIDE for d in dtypes) else contextlib.nullcontext()
+
+
 def _lower_jaxpr(jax, closed, platform):
     """StableHLO module of a closed jaxpr, lowered without creating a JAX
     backend (jit's lowering asks the default device for its client)."""
@@ -155,6 +167,12 @@ def _module_text(name, module, platform):
     attributes or locations; refuses what the plugin cannot run."""
     from jaxlib.mlir import ir
 
+    full = module.operation.get_asm(print_generic_op_form=True, enable_debug_info=False)
+    for target in set(re.findall(r'call_target_name = "([^"]+)"', full)):
+        if target in _UNRUNNABLE_TARGETS:
+            raise KernelError(f"{name}: {_UNRUNNABLE_TARGETS[target]} (custom call {target})")
+        if target == "tpu_custom_call" and platform != "tpu":
+            raise KernelError(_mosaic_message(name))
     funcs = []
     with module.context:
         for op in module.body.operations:
@@ -167,16 +185,13 @@ def _module_text(name, module, platform):
                 if attr in op.attributes:
                     del op.attributes[attr]
             funcs.append(op.get_asm(print_generic_op_form=True, enable_debug_info=False))
-    text = "\n".join(funcs)
-    for target in set(re.findall(r'call_target_name = "([^"]+)"', text)):
-        if target in _UNRUNNABLE_TARGETS:
-            raise KernelError(f"{name}: {_UNRUNNABLE_TARGETS[target]} (custom call {target})")
-        if target == "tpu_custom_call" and platform != "tpu":
-            raise KernelError(
-                f"{name}: a Mosaic TPU kernel (pl.pallas_call without interpret) cannot run "
-                f"on the {_plugin_kind()} plugin; pass interpret=torch_tpu.custom_ops."
-                "pallas_interpret() to pl.pallas_call")
-    return text
+    return "\n".join(funcs)
+
+
+def _mosaic_message(name):
+    return (f"{name}: a Mosaic TPU kernel (pl.pallas_call without interpret) cannot run on "
+            f"the {_plugin_kind()} plugin; pass interpret=torch_tpu.pallas.pallas_interpret() "
+            "to pl.pallas_call")
 
 
 @functools.lru_cache(maxsize=None)
@@ -185,17 +200,16 @@ def _plugin_stablehlo_version():
     return ".".join(map(str, v)) if v and v[0] >= 0 else None
 
 
-def _check_version(name, module):
-    """Serializes the module for the plugin's StableHLO version, which fails
-    when it uses an op or feature newer than the plugin reads."""
+def _check_version(name, text):
+    """Serializes the kernel's functions for the plugin's StableHLO version,
+    which fails when they use an op or feature newer than the plugin reads."""
     target = _plugin_stablehlo_version()
     if target is None:
         return
     from jaxlib.mlir.dialects import stablehlo
 
     try:
-        stablehlo.serialize_portable_artifact_str(
-            module.operation.get_asm(enable_debug_info=False), target)
+        stablehlo.serialize_portable_artifact_str("module {\n" + text + "\n}", target)
     except Exception as e:  # the bindings raise a bare error with MLIR's diagnostics
         raise KernelError(
             f"{name}: its StableHLO needs features newer than the plugin reads (plugin "
@@ -304,9 +318,10 @@ class _KernelOp:
     def _fake(self, *args, **kwargs):
         jax = _import_jax()
         tensors, statics = self._bind(args, kwargs)
-        avals = [jax.ShapeDtypeStruct(tuple(t.shape), _jax_dtype(t.dtype, self.name))
-                 for t in tensors]
-        outs = jax.eval_shape(self._jax_fn(statics), *avals)
+        with _x64(jax, [t.dtype for t in tensors]):
+            avals = [jax.ShapeDtypeStruct(tuple(t.shape), _jax_dtype(t.dtype, self.name))
+                     for t in tensors]
+            outs = jax.eval_shape(self._jax_fn(statics), *avals)
         self._check_count(len(outs))
         made = [tensors[0].new_empty(tuple(o.shape), dtype=_torch_dtype(o.dtype, self.name))
                 if tensors else torch.empty(tuple(o.shape), dtype=_torch_dtype(o.dtype, self.name))
@@ -337,9 +352,28 @@ class _KernelOp:
 
         t0 = time.perf_counter()
         jax = _import_jax()
+        with _x64(jax, [d for d, _ in in_specs]):
+            k = self._trace(jax, in_specs, statics)
+        self.stats["traces"] += 1
+        self.stats["trace_seconds"] += time.perf_counter() - t0
+        with self._lock:
+            self._cache[key] = k
+            while len(self._cache) > _TRACE_CACHE_SIZE:
+                self._cache.popitem(last=False)
+        return k
+
+    def _trace(self, jax, in_specs, statics):
         platform = jax_platform()
         avals = [jax.ShapeDtypeStruct(tuple(s), _jax_dtype(d, self.name)) for d, s in in_specs]
-        closed = jax.make_jaxpr(self._jax_fn(statics))(*avals)
+        try:
+            closed = jax.make_jaxpr(self._jax_fn(statics))(*avals)
+        except KernelError:
+            raise
+        except Exception as e:
+            if "Only interpret mode" in str(e):
+                raise KernelError(_mosaic_message(self.name)) from e
+            raise KernelError(f"{self.name}: tracing the JAX function for "
+                              f"{_fmt(in_specs)} failed: {e}") from e
         if closed.consts:
             raise KernelError(
                 f"{self.name}: the JAX function closes over {len(closed.consts)} array(s); "
@@ -348,17 +382,19 @@ class _KernelOp:
         self._check_count(len(out_specs))
         if self._user_fake is not None:
             self._check_fake(in_specs, statics, out_specs)
-        module = _lower_jaxpr(jax, closed, platform)
-        _check_version(self.name, module)
+        try:
+            module = _lower_jaxpr(jax, closed, platform)
+        except Exception as e:
+            if "Only interpret mode" in str(e):
+                raise KernelError(_mosaic_message(self.name)) from e
+            raise KernelError(f"{self.name}: lowering the JAX function for "
+                              f"{_fmt(in_specs)} failed: {e}") from e
         text = _module_text(self.name, module, platform)
-        k = _Kernel(self.name, text, "main", in_specs, out_specs)
-        self.stats["traces"] += 1
-        self.stats["trace_seconds"] += time.perf_counter() - t0
-        with self._lock:
-            self._cache[key] = k
-            while len(self._cache) > _TRACE_CACHE_SIZE:
-                self._cache.popitem(last=False)
-        return k
+        _check_version(self.name, text)
+        try:
+            return _Kernel(self.name, text, "main", in_specs, out_specs)
+        except TypeError as e:  # a dtype the device does not have
+            raise KernelError(str(e)) from None
 
     def _check_fake(self, in_specs, statics, out_specs):
         from torch._subclasses.fake_tensor import FakeTensorMode
@@ -388,8 +424,9 @@ class _KernelOp:
     def _cpu(self, *args, **kwargs):
         jax = _import_jax()
         tensors, statics = self._bind(args, kwargs)
-        arrays = [jax.dlpack.from_dlpack(t.detach().contiguous()) for t in tensors]
-        outs = jax.jit(self._jax_fn(statics))(*arrays)
+        with _x64(jax, [t.dtype for t in tensors]):
+            arrays = [jax.dlpack.from_dlpack(t.detach().contiguous()) for t in tensors]
+            outs = jax.jit(self._jax_fn(statics))(*arrays)
         self._check_count(len(outs))
         outs = [torch.from_dlpack(o).clone() for o in outs]
         for out_i, in_i in self.aliases.items():
