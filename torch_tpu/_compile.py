@@ -496,7 +496,7 @@ class _Builder:
             ids.append(self._value(a))
         try:
             kernel = kernel_op.trace(specs, statics)
-            outs = self.prog.call_kernel(kernel, ids)
+            outs = self.prog.call_kernel(kernel, ids, statics)
         except Exception as e:
             raise TpuCompileError(f"{_rule_name(op)}: {e}\n  at {_where(node)}") from e
         returned = getattr(kernel_op, "returned", None)

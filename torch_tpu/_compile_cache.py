@@ -89,13 +89,34 @@ class Tape:
                 _, v, dtype, shape, result = call
                 ids[result] = prog.convert(ids[v], dtype, shape)
             elif kind == "call_kernel":
-                _, name, text, entry, in_specs, out_specs, args, results = call
-                kernel = _C.Kernel(name, text, entry, in_specs, out_specs)
-                ids.update(zip(results, prog.call_kernel(kernel, [ids[a] for a in args])))
+                _, name, text, in_specs, statics, args, results = call
+                kernel = _current_kernel(name, text, in_specs, statics)
+                ids.update(zip(results, prog.call_kernel(kernel.c, [ids[a] for a in args])))
             else:  # add_output
                 _, v, mutates, dtype = call
                 prog.add_output(ids[v], mutates, dtype)
         return prog
+
+    def check_kernels(self):
+        """Raises if a kernel the tape calls is not what its op traces to in
+        this process (the op's function changed since the entry was made):
+        the entry then does not load, and the graph compiles afresh."""
+        for call in self.calls:
+            if call[0] == "call_kernel":
+                _, name, text, in_specs, statics, _, _ = call
+                _current_kernel(name, text, in_specs, statics)
+
+
+def _current_kernel(name, text, in_specs, statics):
+    from . import custom_ops
+
+    op = custom_ops._registry.get(name)
+    if op is None:
+        raise RuntimeError(f"custom op {name} is not registered in this process")
+    kernel = op.trace(in_specs, statics)
+    if kernel.text != text:
+        raise RuntimeError(f"custom op {name} traces to other StableHLO than the cached graph")
+    return kernel
 
 
 class RecordingProgram:
@@ -124,10 +145,10 @@ class RecordingProgram:
                                 out_specs, rng_state, list(ids)))
         return ids
 
-    def call_kernel(self, kernel, ids):
+    def call_kernel(self, kernel, ids, statics):
         r = self.prog.call_kernel(kernel.c, ids)
-        self.tape.calls.append(("call_kernel", kernel.name, kernel.text, kernel.entry,
-                                kernel.in_specs, kernel.out_specs, list(ids), list(r)))
+        self.tape.calls.append(("call_kernel", kernel.name, kernel.text, kernel.in_specs,
+                                dict(statics), list(ids), list(r)))
         return r
 
     def reserve_state(self, name, out_specs):
@@ -189,6 +210,8 @@ class TpuOutputCode(OutputCode):
         _compile._count("cache_stores")
 
     def post_compile(self, example_inputs, constants, graph_kwargs):
+        if self._prog is None:  # loaded from the cache
+            self.tape.check_kernels()
         if not self.lazy:
             self._ensure()
 

@@ -260,8 +260,11 @@ class _KernelOp:
         params = list(self.sig.parameters.values())
         static_argnums = {static_argnums} if isinstance(static_argnums, int) else set(static_argnums)
         static_argnames = {static_argnames} if isinstance(static_argnames, str) else set(static_argnames)
+        # Parameters with a Python-value default (eps: float = 1e-6) are
+        # static too: an op's tensors cannot have defaults.
         self.static = {p.name for i, p in enumerate(params)
-                       if i in static_argnums or p.name in static_argnames}
+                       if i in static_argnums or p.name in static_argnames
+                       or isinstance(p.default, (bool, int, float, str, tuple, list))}
         parts, kwonly = [], False
         for p in params:
             if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
@@ -290,7 +293,7 @@ class _KernelOp:
 
         self.op = torch.library.custom_op(name, self._cpu, mutates_args=tuple(mutates_args),
                                           device_types="cpu", schema=self.schema)
-        self.op.register_kernel("tpu")(self._tpu)
+        _register_tpu_kernel(name, self._tpu)
         self.op.register_fake(fake if fake is not None else self._fake)
         self._user_fake = fake
         _registry[name] = self
@@ -434,6 +437,19 @@ class _KernelOp:
         return self._returned(outs)
 
 
+_libraries = []
+
+
+def _register_tpu_kernel(name, fn):
+    """Registers |fn| as the op's tpu kernel directly with the dispatcher:
+    CustomOpDef.register_kernel would wrap it in torch._dynamo.disable, which
+    imports Dynamo (about 2 s) at the op's first call."""
+    ns, op_name = name.split("::", 1)
+    lib = torch.library.Library(ns, "FRAGMENT")
+    lib.impl(op_name, fn, "PrivateUse1")
+    _libraries.append(lib)  # a Library deregisters its kernels when collected
+
+
 def _hashable(v):
     return tuple(_hashable(x) for x in v) if isinstance(v, (list, tuple)) else v
 
@@ -443,20 +459,24 @@ def _fmt(specs):
 
 
 def jax_op(name, jax_fn=None, *, static_argnums=(), static_argnames=(), num_outputs=1,
-           fake=None, mutates_args=(), input_output_aliases=None):
+           fake=None, mutates_args=(), input_output_aliases=None, backward=None):
     """Registers JAX function ``jax_fn`` as the custom op ``name``
     ("namespace::op") and returns it (a ``torch.library.CustomOpDef``:
     call it with tensors; ``register_autograd`` attaches a backward).
 
     Tensor arguments are the function's parameters except the static ones
-    (``static_argnums`` / ``static_argnames``: Python values baked into the
-    trace, part of the op's schema). ``num_outputs``: how many arrays the
+    (``static_argnums`` / ``static_argnames``, and every parameter whose
+    default is a Python value: values baked into the trace, part of the
+    op's schema). ``num_outputs``: how many arrays the
     function returns. ``fake``: a fake kernel (shapes and dtypes of the
     outputs from fake inputs) when the op should not call JAX to know them;
     each trace checks the function agrees with it.
     ``input_output_aliases={output: input}``: that output is the new value
     of that input (which the op then mutates; list it in ``mutates_args``)
     rather than a result.
+
+    ``backward="vjp"`` attaches a backward derived with ``jax.vjp``
+    (vjp_backward); otherwise give one with ``op.register_autograd``.
 
     Usable as a decorator: ``@jax_op("mylib::f")``.
     """
@@ -465,7 +485,9 @@ def jax_op(name, jax_fn=None, *, static_argnums=(), static_argnames=(), num_outp
         return functools.partial(jax_op, name, static_argnums=static_argnums,
                                  static_argnames=static_argnames, num_outputs=num_outputs,
                                  fake=fake, mutates_args=mutates_args,
-                                 input_output_aliases=input_output_aliases)
+                                 input_output_aliases=input_output_aliases, backward=backward)
+    if backward not in (None, "vjp"):
+        raise ValueError(f"jax_op {name}: backward must be None or 'vjp', got {backward!r}")
     aliases = dict(input_output_aliases or {})
     params = list(inspect.signature(jax_fn).parameters)
     for out_i, in_i in aliases.items():
@@ -479,6 +501,8 @@ def jax_op(name, jax_fn=None, *, static_argnums=(), static_argnames=(), num_outp
                                         for o, i in aliases.items()})
     op = k.op
     op._kernel_op = k
+    if backward == "vjp":
+        vjp_backward(op)
     return op
 
 
@@ -487,7 +511,9 @@ def _tensor_index(fn, param_index, static_argnums, static_argnames):
     params = list(inspect.signature(fn).parameters)
     nums = {static_argnums} if isinstance(static_argnums, int) else set(static_argnums)
     names = {static_argnames} if isinstance(static_argnames, str) else set(static_argnames)
-    tensor_params = [i for i, p in enumerate(params) if i not in nums and p not in names]
+    sig = inspect.signature(fn).parameters
+    tensor_params = [i for i, p in enumerate(params) if i not in nums and p not in names
+                     and not isinstance(sig[p].default, (bool, int, float, str, tuple, list))]
     if param_index not in tensor_params:
         raise ValueError(f"input_output_aliases: parameter {params[param_index]!r} is static")
     return tensor_params.index(param_index)
@@ -620,11 +646,12 @@ def stablehlo_op(name, mlir_text, *, entry="main"):
                 raise KernelError(f"{name}: input {i} is {_fmt([(t.dtype, list(t.shape))])}, "
                                   f"the StableHLO takes {_fmt([(d, s)])}")
 
-    @op.register_kernel("tpu")
     def _tpu(*tensors):
         _check(tensors)
         outs = _C._run_kernel(kernel.c, list(tensors))
         return outs[0] if len(outs) == 1 else tuple(outs)
+
+    _register_tpu_kernel(name, _tpu)
 
     @op.register_fake
     def _fake(*tensors):

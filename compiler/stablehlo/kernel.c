@@ -134,6 +134,11 @@ static const char* match_group(const char* p, const char* end) {
   return NULL;
 }
 
+// How much of the text at p an error message quotes.
+static int excerpt(const char* p, const char* end) {
+  return end - p < 20 ? (int)(end - p) : 20;
+}
+
 // The module body when |text| is wrapped in one (pretty or generic form),
 // else the whole text.
 static tpr_status_t module_body(const char* kname, const char* text, size_t size,
@@ -143,8 +148,8 @@ static tpr_status_t module_body(const char* kname, const char* text, size_t size
   if (p < end && (*p == '#' || *p == '!'))
     return TPR_ERR(INVALID_ARGUMENT,
                    "kernel %s: the StableHLO text defines attribute or type "
-                   "aliases (%.20s...); print it without debug info or aliases",
-                   kname, p);
+                   "aliases (%.*s...); print it without debug info or aliases",
+                   kname, excerpt(p, end), p);
   const char* open = NULL;
   if (starts(p, end, "module") && (p + 6 == end || !is_id_char(p[6]))) {
     // module [@name] [attributes {...}] { body }
@@ -166,8 +171,8 @@ static tpr_status_t module_body(const char* kname, const char* text, size_t size
     }
     if (p < end && *p == '{') open = p;
   } else if (starts(p, end, "\"builtin.module\"")) {
-    const char* q = strstr(p, "({");
-    if (q && q < end) open = q + 1;
+    for (const char* q = p; q + 1 < end && !open; q++)
+      if (q[0] == '(' && q[1] == '{') open = q + 1;
   } else {
     out->p = text;
     out->n = size;
@@ -180,8 +185,8 @@ static tpr_status_t module_body(const char* kname, const char* text, size_t size
   // Generic form: "}) {attributes} : () -> ()" follows; pretty: nothing.
   if (rest < end && *rest != ')' && *rest != '{' && *rest != ':')
     return TPR_ERR(INVALID_ARGUMENT,
-                   "kernel %s: text after the module (%.20s...); one module, "
-                   "no aliases or debug info", kname, rest);
+                   "kernel %s: text after the module (%.*s...); one module, "
+                   "no aliases or debug info", kname, excerpt(rest, end), rest);
   out->p = open + 1;
   out->n = (size_t)(close - open - 1);
   return tpr_ok_status();
@@ -204,6 +209,7 @@ static span_t symbol_at(const char* p, const char* end) {
   span_t s = {p, 0};
   if (p < end && *p == '"') {
     const char* q = skip_string(p, end);
+    if (q - p < 2 || q[-1] != '"') return s;  // unterminated
     s.p = p + 1;
     s.n = (size_t)(q - p - 2);
   } else if (p < end && is_id_start(*p)) {
@@ -274,7 +280,7 @@ static void rename_symbols(span_t body, const symbols_t* defs, const char* prefi
           buf_puts(b, prefix);
           copied = q;
         }
-        p = q + s.n + 1;
+        p = q + s.n + 1 < end ? q + s.n + 1 : end;
       }
       continue;
     }
@@ -378,6 +384,7 @@ static tpr_status_t check_types(const char* kname, const char* what, const char*
     if (named) {
       if (p >= end || *p != '%') break;
       while (p < end && *p != ':') p++;
+      if (p == end) break;
       p++;
     }
     char got[160], want[160];

@@ -475,6 +475,34 @@ TPR_TEST(kernel_text_is_renamed_and_checked) {
   tpr_status_free(s);
 }
 
+// User text may be anything: every prefix of the samples, and each with one
+// byte changed to a bracket, quote or symbol sigil, is accepted or refused
+// with a status, never read past its end (ASan).
+TPR_TEST(kernel_text_survives_truncation_and_corruption) {
+  tpr_type_t t4 = tpr_type_make(TPR_DTYPE_F32, 1, (int64_t[]){4});
+  const char* samples[] = {kPrettyKernel, kGenericKernel};
+  static const char kBytes[] = "{}()<>\"@%:-";
+  int accepted = 0;
+  for (int k = 0; k < 2; k++) {
+    size_t n = strlen(samples[k]);
+    char* copy = (char*)malloc(n);
+    for (size_t len = 0; len <= n; len++) {
+      for (int b = -1; b < (int)sizeof kBytes - 1; b++) {
+        memcpy(copy, samples[k], n);
+        if (b >= 0 && len < n) copy[len] = kBytes[b];
+        size_t size = b >= 0 ? n : len;
+        tpr_kernel_t* kernel = NULL;
+        tpr_status_t s = tpr_kernel_create("fuzz", copy, size, NULL, &t4, 1, &t4, 1, &kernel);
+        if (tpr_status_is_ok(s)) accepted++;
+        tpr_status_free(s);
+        tpr_kernel_release(kernel);
+      }
+    }
+    free(copy);
+  }
+  CHECK(accepted > 0);
+}
+
 TPR_TEST(kernel_calls_compile_and_run) {
   tpr_client_t* c;
   CHECK_OK(fixture_client(1, &c));

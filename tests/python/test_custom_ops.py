@@ -317,3 +317,31 @@ def test_jax_traces_without_starting_its_own_runtime():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=300)
     assert "OK [2.0, 2.0, 2.0, 2.0] []" in out.stdout, out.stdout + out.stderr
+
+
+def test_compile_cache_never_serves_a_changed_kernel(tmp_path):
+    """Two processes share a compile cache and compile the same graph around
+    an op of the same name whose JAX function differs: the second must run
+    its own function (the cached entry is refused), and a third with the
+    first's function loads the entry without tracing for the program."""
+    code = textwrap.dedent("""
+        import sys, torch, torch_tpu, jax.numpy as jnp
+        scale = float(sys.argv[1])
+        op = torch_tpu.jax_op("cache_test::scaled", lambda x: x * scale + 1)
+        f = torch.compile(lambda a: op(a) - 1, backend="tpu")
+        y = f(torch.ones(3, device="tpu"))
+        s = torch.tpu._get_cache_stats()
+        print("OUT", y.cpu().tolist(), s["compiled_cache_loads"], s["compiled_cache_stores"])
+    """)
+    env = dict(os.environ, TORCH_TPU_CACHE_DIR=str(tmp_path / "cache"))
+
+    def run(scale):
+        r = subprocess.run([sys.executable, "-c", code, str(scale)], capture_output=True,
+                           text=True, timeout=300, env=env)
+        line = [ln for ln in r.stdout.splitlines() if ln.startswith("OUT")]
+        assert line, r.stdout + r.stderr
+        return line[0]
+
+    assert run(2.0) == "OUT [2.0, 2.0, 2.0] 0 1"
+    assert run(3.0).startswith("OUT [3.0, 3.0, 3.0] 0")  # refused, compiled afresh
+    assert run(2.0).startswith("OUT [2.0, 2.0, 2.0] 1")  # the first entry loads
