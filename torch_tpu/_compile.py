@@ -100,6 +100,10 @@ def _rule_name(op):
     return name if op._overloadname == "default" else f"{name}.{op._overloadname}"
 
 
+def _auto_functionalized():
+    return getattr(torch.ops.higher_order, "auto_functionalized_v2", None)
+
+
 def _custom_ops():
     from . import custom_ops
 
@@ -463,6 +467,14 @@ class _Builder:
         if op in _rng_hops():
             self.env[node] = self._lower_rng_hop(node)
             return
+        if op is _auto_functionalized() and op is not None:
+            kernel_op = _custom_ops()._lookup(node.args[0])
+            if kernel_op is None:
+                raise TpuCompileError(
+                    f"{self.name}: in-place custom op {node.args[0]} has no tpu lowering, "
+                    f"at\n{_where(node)}")
+            self.env[node] = self._lower_kernel(node, node.args[0], kernel_op, node.kwargs)
+            return
         if not isinstance(op, torch._ops.OpOverload):
             raise TpuCompileError(
                 f"{self.name}: unsupported call {op} in a compiled tpu graph, at\n{_where(node)}")
@@ -476,33 +488,67 @@ class _Builder:
             return
         self.env[node] = self._lower_op(node, op, node.args, node.kwargs, node.meta.get("val"))
 
-    def _lower_kernel(self, node, op, kernel_op):
+    def _lower_kernel(self, node, op, kernel_op, functionalized=None):
         """A jax_op / stablehlo_op node: its kernel, traced for the node's
-        input types, called on their values."""
-        args = _schema_args(op, node)
+        input types, called on their values. |functionalized|: the kwargs of
+        the auto_functionalized_v2 node standing for an in-place kernel,
+        whose mutated arguments are its bases; the node's value is then the
+        op's returns followed by the bases' new values."""
+        where = f"{_rule_name(op)}"
+        if functionalized is None:
+            if kernel_op.aliases:
+                raise TpuCompileError(f"{where}: an in-place kernel reached the backend "
+                                      f"unfunctionalized, at\n{_where(node)}")
+            args = dict(zip([a.name for a in op._schema.arguments], _schema_args(op, node)))
+        else:
+            args, bases = dict(functionalized), functionalized["_all_bases"]
+            for a in op._schema.arguments:
+                if a.alias_info is None or not a.alias_info.is_write:
+                    continue
+                if any(k.startswith(f"_{a.name}_") and k != f"_{a.name}_base_index"
+                       for k in args):
+                    raise TpuCompileError(
+                        f"{where}: its in-place argument {a.name} is a view of a graph "
+                        f"input, which compiled tpu graphs do not support (pass the whole "
+                        f"tensor), at\n{_where(node)}")
+                args[a.name] = bases[args[f"_{a.name}_base_index"]]
+            for a in op._schema.arguments:
+                if a.name not in args and a.has_default_value():
+                    args[a.name] = a.default_value
         names = [a.name for a in op._schema.arguments]
-        tensors = [(n, a) for n, a in zip(names, args) if n not in kernel_op.static]
-        statics = {n: a for n, a in zip(names, args) if n in kernel_op.static}
-        if kernel_op.aliases:
-            raise TpuCompileError(
-                f"{_rule_name(op)} mutates its inputs, which compiled tpu graphs do not "
-                f"support yet (run it eagerly), at\n{_where(node)}")
+        statics = {n: args[n] for n in names if n in kernel_op.static}
         specs, ids = [], []
-        for n, a in tensors:
+        for n in names:
+            if n in kernel_op.static:
+                continue
+            a = args[n]
             if not isinstance(a, torch.fx.Node):
-                raise TpuCompileError(f"{_rule_name(op)}: argument {n} is not a tensor, at\n"
+                raise TpuCompileError(f"{where}: argument {n} is not a tensor, at\n"
                                       f"{_where(node)}")
-            specs.append(self._spec(a.meta.get("val"), _rule_name(op)))
+            specs.append(self._spec(a.meta.get("val"), where))
             ids.append(self._value(a))
         try:
             kernel = kernel_op.trace(specs, statics)
             outs = self.prog.call_kernel(kernel, ids, statics)
         except Exception as e:
-            raise TpuCompileError(f"{_rule_name(op)}: {e}\n  at {_where(node)}") from e
+            raise TpuCompileError(f"{where}: {e}\n  at {_where(node)}") from e
         returned = getattr(kernel_op, "returned", None)
-        outs = outs if returned is None else [outs[i] for i in returned]
+        results = list(outs) if returned is None else [outs[i] for i in returned]
+        if functionalized is not None:
+            # (returns..., new bases...), a None standing for no returns.
+            results = results or [None]
+            new_base = {}
+            tensor_names = [n for n in names if n not in kernel_op.static]
+            for out_i, in_i in kernel_op.aliases.items():
+                new_base[functionalized[f"_{tensor_names[in_i]}_base_index"]] = outs[out_i]
+            for b in range(len(functionalized["_all_bases"])):
+                if b not in new_base:
+                    raise TpuCompileError(f"{where}: base {b} has no new value, at\n"
+                                          f"{_where(node)}")
+                results.append(new_base[b])
+            return results
         val = node.meta.get("val")
-        return list(outs) if isinstance(val, (tuple, list)) else outs[0]
+        return results if isinstance(val, (tuple, list)) else results[0]
 
     def _value(self, node):
         """The graph value of |node| (a constant tensor is embedded)."""
