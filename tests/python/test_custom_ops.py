@@ -52,10 +52,17 @@ def op(name, fn, **kw):
 def test_jax_op_matches_pytorch_and_jax_on_cpu(mode):
     rms = op("tpu_test::rms_norm", rms_norm, static_argnames="eps")
     x, w = torch.randn(6, 32), torch.randn(32)
+    xt, wt = x.to("tpu"), w.to("tpu")
+    torch.tpu.synchronize()
     with torch_tpu.execution_mode(mode):
-        got = rms(x.to("tpu"), w.to("tpu"))
-        # Neighbours fuse with it in fused mode; the result is the same.
-        got2 = torch.relu(rms(x.to("tpu") * 2, w.to("tpu"), eps=1e-3)) + 1
+        before = torch.tpu._get_cache_stats()
+        got = rms(xt, wt)
+        # Neighbours fuse with it in fused mode: one graph up to the read.
+        got2 = torch.relu(rms(xt * 2, wt, eps=1e-3)) + 1
+        got2.cpu()
+        after = torch.tpu._get_cache_stats()
+    if mode == "fused":
+        assert after["fused_graphs"] - before["fused_graphs"] == 1
     torch.testing.assert_close(got.cpu(), torch_rms_norm(x, w), **F32)
     torch.testing.assert_close(got.cpu(), rms(x, w), **F32)  # the CPU path runs JAX
     torch.testing.assert_close(got2.cpu(), torch.relu(torch_rms_norm(x * 2, w, 1e-3)) + 1, **F32)
