@@ -12,6 +12,7 @@ to the process: thread count and a small op's latency with and without it.
 """
 import argparse
 import os
+import statistics
 import sys
 import time
 
@@ -108,13 +109,17 @@ def main():
             else:
                 tf, jf = tfn, op
 
-            def timed(fn):
-                def call():
-                    fn(*inputs)
-                    torch.tpu.synchronize()
-                return median_time(call, reps=args.reps, inner=5)
+            def call(fn):
+                fn(*inputs)
+                torch.tpu.synchronize()
 
-            tt, tj = timed(tf), timed(jf)
+            # Alternating rounds, so that drift in the machine's speed
+            # reaches both sides alike.
+            rounds = [(median_time(lambda: call(tf), reps=1, inner=5, warmup=1),
+                       median_time(lambda: call(jf), reps=1, inner=5, warmup=1))
+                      for _ in range(args.reps)]
+            tt = statistics.median(r[0] for r in rounds)
+            tj = statistics.median(r[1] for r in rounds)
             extra = f"   {trace * 1e3:.0f} / {first * 1e3:.0f} ms" if mode == "strict" else ""
             print(f"{name:18} {mode:9} {tt * 1e3:10.3f}ms {tj * 1e3:8.3f}ms {tj / tt:7.2f}{extra}")
 
