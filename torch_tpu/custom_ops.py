@@ -162,6 +162,12 @@ _UNRUNNABLE_TARGETS = {
 }
 
 
+# Custom-call targets that jaxlib registers in its own process (its CPU and
+# GPU solver and FFT kernels): a plugin loaded elsewhere has none of them.
+_JAXLIB_KERNEL_PREFIXES = ("lapack_", "cusolver_", "cublas_", "hipsolver_", "hipblas_",
+                           "ducc_", "cu_", "hip_")
+
+
 def _module_text(name, module, platform):
     """The module's functions in generic form, private, without argument
     attributes or locations; refuses what the plugin cannot run."""
@@ -173,6 +179,11 @@ def _module_text(name, module, platform):
             raise KernelError(f"{name}: {_UNRUNNABLE_TARGETS[target]} (custom call {target})")
         if target == "tpu_custom_call" and platform != "tpu":
             raise KernelError(_mosaic_message(name))
+        if target.startswith(_JAXLIB_KERNEL_PREFIXES):
+            raise KernelError(
+                f"{name}: custom call {target} is one of jaxlib's own kernels (LAPACK, "
+                "cuSOLVER, FFT), which PJRT plugins do not have; express it with "
+                "jax.lax ops (torch.linalg on the tensors outside the kernel works)")
     funcs = []
     with module.context:
         for op in module.body.operations:

@@ -313,6 +313,12 @@ def test_host_callback_is_refused():
         bad(torch.ones(4, device="tpu"))
 
 
+def test_jaxlib_solver_calls_are_refused():
+    inv = op("tpu_test::inv", lambda a: jnp.linalg.inv(a))
+    with pytest.raises(custom_ops.KernelError, match="tpu_test::inv: custom call lapack_"):
+        inv(torch.eye(3, device="tpu"))
+
+
 def test_malformed_stablehlo_names_the_op():
     with pytest.raises(ValueError, match="tpu_test::malformed: no func.func @main"):
         torch_tpu.stablehlo_op("tpu_test::malformed", "func.func @f() -> tensor<f32>")
