@@ -15,6 +15,15 @@
 // one warning and compiling continues in memory. Total size is bounded:
 // the least recently used entries (by mtime, refreshed on every hit) go
 // first.
+//
+// Entries are native code: loading one runs it. So the cache root and every
+// folder below it must be real directories (not symlinks) owned by this
+// user and writable by nobody else, every ancestor of the root must be owned
+// by this user or by root and, if others can write it, sticky (as /tmp and
+// /dev/shm are), and an entry must be a regular file owned by this user and
+// writable by nobody else. Anything else turns the cache off with one
+// warning (compiling continues in memory), or, for one entry, makes it a
+// miss. Folders are created 0700 and entries 0600.
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -72,11 +81,54 @@ static int mkdirs(const char* path) {
   for (char* p = tmp + 1; *p; p++) {
     if (*p != '/') continue;
     *p = '\0';
-    if (mkdir(tmp, 0755) != 0 && errno != EEXIST) return -1;
+    if (mkdir(tmp, 0700) != 0 && errno != EEXIST) return -1;
     *p = '/';
   }
-  if (mkdir(tmp, 0755) != 0 && errno != EEXIST) return -1;
+  if (mkdir(tmp, 0700) != 0 && errno != EEXIST) return -1;
   return 0;
+}
+
+// Why the folder |path| cannot be trusted (NULL when it can): |own| folders
+// are the root and those below it, else an ancestor of the root.
+static const char* untrusted_dir(const char* path, bool own) {
+  struct stat st;
+  if ((own ? lstat(path, &st) : stat(path, &st)) != 0) return "cannot stat it";
+  if (S_ISLNK(st.st_mode)) return "it is a symbolic link";
+  if (!S_ISDIR(st.st_mode)) return "it is not a directory";
+  uid_t me = geteuid();
+  if (own) {
+    if (st.st_uid != me) return "another user owns it";
+    if (st.st_mode & (S_IWGRP | S_IWOTH)) return "its group or other users can write it";
+  } else {
+    if (st.st_uid != me && st.st_uid != 0) return "another user owns a folder above it";
+    if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX))
+      return "other users can write a folder above it";
+  }
+  return NULL;
+}
+
+// Checks |dir| (below |root|, or the root itself) and the root's ancestors;
+// on failure writes the offending folder into |bad|.
+static const char* untrusted_tree(const char* root, const char* dir, char* bad,
+                                  size_t cap) {
+  char tmp[4096];
+  snprintf(tmp, sizeof tmp, "%s", dir);
+  size_t root_len = strlen(root);
+  while (root_len > 1 && root[root_len - 1] == '/') root_len--;
+  // Ancestors of the root, outermost first, then the root and below.
+  for (char* p = tmp + 1;; p++) {
+    bool end = *p == '\0';
+    if (!end && *p != '/') continue;
+    *p = '\0';
+    bool own = (size_t)(p - tmp) >= root_len;
+    const char* why = untrusted_dir(tmp, own);
+    if (why) {
+      snprintf(bad, cap, "%s", tmp);
+      return why;
+    }
+    if (end) return NULL;
+    *p = '/';
+  }
 }
 
 static void configure_locked(const char* root, int64_t max_size_bytes) {
@@ -109,11 +161,31 @@ static void configure_locked(const char* root, int64_t max_size_bytes) {
     id = fnv1a(kFlagVars[i], strlen(kFlagVars[i]) + 1, id);
     if (v) id = fnv1a(v, strlen(v), id);
   }
+  char abs_root[4096];
+  if (root[0] != '/') {  // relative: its ancestors are the working folder's
+    char cwd[2048];
+    if (!getcwd(cwd, sizeof cwd)) return;
+    snprintf(abs_root, sizeof abs_root, "%s/%s", cwd, root);
+  } else {
+    snprintf(abs_root, sizeof abs_root, "%s", root);
+  }
+  root = abs_root;
   snprintf(cache_dir, sizeof cache_dir, "%s/%016llx", root, (unsigned long long)id);
   if (mkdirs(cache_dir) != 0 || access(cache_dir, W_OK | X_OK) != 0) {
     char path[4096];
     snprintf(path, sizeof path, "%s", cache_dir);
     warn_and_disable("cannot create or write the folder", path);
+    return;
+  }
+  char bad[4096];
+  const char* why = untrusted_tree(root, cache_dir, bad, sizeof bad);
+  if (why) {
+    fprintf(stderr,
+            "torch_tpu: not using the compilation cache at %s: %s (%s); a cache "
+            "others can write could hand this process their code. Caching "
+            "compiled programs in memory only\n", root, why, bad);
+    cache_dir[0] = '\0';
+    dstats.disabled = true;
     return;
   }
   max_bytes = max_size_bytes > 0 ? max_size_bytes : (int64_t)2 << 30;
@@ -153,15 +225,20 @@ tpr_status_t tpr_disk_cache_load(const uint64_t key[2], tpr_executable_t** out) 
   if (!cache_dir[0]) return TPR_ERR(NOT_FOUND, "disk cache off");
   char path[4200];
   entry_path(key, path, sizeof path);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) {
+    if (errno == ELOOP) {  // a symbolic link where an entry belongs
+      unlink(path);
+      dstats.corrupt++;
+    }
     dstats.misses++;
     return TPR_ERR(NOT_FOUND, "no entry");
   }
   entry_header_t h;
   struct stat st;
   void* payload = NULL;
-  bool ok = fstat(fd, &st) == 0 && read_all(fd, &h, sizeof h) == 0 &&
+  bool ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+            !(st.st_mode & (S_IWGRP | S_IWOTH)) && read_all(fd, &h, sizeof h) == 0 &&
             h.magic == ENTRY_MAGIC && h.version == ENTRY_VERSION &&
             h.key[0] == key[0] && h.key[1] == key[1] &&
             (uint64_t)st.st_size == sizeof h + h.payload_size &&
@@ -241,7 +318,7 @@ void tpr_disk_cache_store(const uint64_t key[2], tpr_executable_t* exe) {
   entry_path(key, path, sizeof path);
   snprintf(tmp, sizeof tmp, "%s.%d.%lx.tmp", path, (int)getpid(),
            (unsigned long)time(NULL));
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
   bool ok = fd >= 0 && write_all(fd, &h, sizeof h) == 0 &&
             write_all(fd, data, size) == 0;
   if (fd >= 0) ok = (close(fd) == 0) && ok;

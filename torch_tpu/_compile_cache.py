@@ -264,12 +264,50 @@ def fingerprint():
 
 
 def cache_root():
-    """Our folder for AOTAutograd entries, or None when caching is off."""
+    """Our folder for AOTAutograd entries, or None when caching is off (or
+    the folder cannot be trusted)."""
     disk = _C._runtime_stats().get("disk_cache_dir") or ""
     if not disk:
         return None
     # disk is <root>/<plugin id>; entries do not depend on the PJRT plugin.
-    return os.path.join(os.path.dirname(disk), "torch_compile", fingerprint())
+    # The runtime checked <root> and its ancestors.
+    top = os.path.join(os.path.dirname(disk), "torch_compile")
+    root = os.path.join(top, fingerprint())
+    return root if _trusted_folders(top, root) else None
+
+
+_distrust_warned = False
+
+
+def _trusted_folders(*paths):
+    """Creates |paths| (0700) if missing and checks each is a real folder
+    owned by this user that nobody else can write: the entries below are
+    pickles, and loading one runs its code. Warns once and returns False
+    otherwise."""
+    global _distrust_warned
+    import stat
+    import warnings
+
+    for path in paths:
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(path, 0o700)
+        try:
+            st = os.lstat(path)
+        except OSError as e:
+            why = str(e)
+        else:
+            why = ("it is a symbolic link" if stat.S_ISLNK(st.st_mode) else
+                   "it is not a directory" if not stat.S_ISDIR(st.st_mode) else
+                   "another user owns it" if st.st_uid != os.geteuid() else
+                   "its group or other users can write it"
+                   if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH) else None)
+        if why:
+            if not _distrust_warned:
+                _distrust_warned = True
+                warnings.warn(f"torch_tpu: not caching compiled graphs in {path}: {why}; a "
+                              "cache others can write could hand this process their code")
+            return False
+    return True
 
 
 @contextlib.contextmanager
@@ -390,7 +428,9 @@ def prune(root):
             for n in names:
                 p = os.path.join(d, n)
                 with contextlib.suppress(OSError):
-                    st = os.stat(p)
+                    st = os.lstat(p)
+                    if st.st_mode & 0o077:  # PyTorch writes with the umask's bits
+                        os.chmod(p, 0o600)
                     files.append((st.st_mtime, st.st_size, p))
         total, limit = sum(f[1] for f in files), _max_bytes()
         for _, size, p in sorted(files):

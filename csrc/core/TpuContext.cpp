@@ -6,6 +6,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <string>
+
+#include <unistd.h>
 
 #include "core/TpuStatus.h"
 
@@ -23,12 +26,14 @@ bool env_flag(const char* name) {
 
 // Where compiled executables persist: TORCH_TPU_CACHE_DIR (a path; "0" or
 // empty: off), else TorchTPU's TORCH_TPU_TIER2_COMPILATION_CACHE (a name
-// under /dev/shm/torch_tpu_cache), else the user cache directory.
+// under /dev/shm/torch_tpu_cache-<uid>), else the user cache directory.
 std::string cache_dir() {
   if (const char* d = std::getenv("TORCH_TPU_CACHE_DIR"))
     return std::strcmp(d, "0") == 0 ? std::string() : std::string(d);
+  // Per user: /dev/shm is world-writable, and a shared folder there would
+  // let one user hand another compiled code.
   if (const char* n = std::getenv("TORCH_TPU_TIER2_COMPILATION_CACHE"))
-    return std::string("/dev/shm/torch_tpu_cache/") + n;
+    return "/dev/shm/torch_tpu_cache-" + std::to_string(geteuid()) + "/" + n;
   if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x)
     return std::string(x) + "/torch_tpu";
   if (const char* h = std::getenv("HOME"); h && *h)
