@@ -36,6 +36,7 @@ static tpr_status_t do_init(const tpr_eager_options_t* o) {
   tpr_plugin_info_t info;
   tpr_plugin_get_info(plugin, &info);
   tpr_graph_set_swap_transposed_dots(info.kind == TPR_PLUGIN_KIND_CPU);
+  tpr_graph_set_row_sums_as_dots(info.kind == TPR_PLUGIN_KIND_CPU);
   return tpr_client_create(plugin, &co, &client);
 }
 
