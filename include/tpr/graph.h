@@ -280,8 +280,9 @@ tpr_value_t tpr_reduce_max_unguarded(tpr_graph_t* graph, tpr_value_t v,
 
 // XLA:CPU rewrites a sum over an operand's minor dims into a reduce-window
 // and a second reduction, several times slower than PyTorch's row kernels
-// (layer norm, softmax), while its matrix-vector product reads rows at full
-// speed. When on (the eager runtime turns it on for CPU plugins), an f32
+// (layer norm, softmax), while the XLA:CPU of some plugins runs a
+// matrix-vector product as a loop fused with its operand's producer. When
+// on (the eager runtime turns it on for those, see eager/context.c), an f32
 // sum over trailing dims is built as a dot_general with a ones vector (the
 // dims reshaped to one first) where that was measured to pay: at least two
 // rows of at most 4K elements, 16K elements in all. Process-wide; off by
