@@ -36,6 +36,15 @@ static tpr_status_t do_init(const tpr_eager_options_t* o) {
   tpr_plugin_info_t info;
   tpr_plugin_get_info(plugin, &info);
   tpr_graph_set_swap_transposed_dots(info.kind == TPR_PLUGIN_KIND_CPU);
+  // Row sums as products pay where XLA:CPU fuses a matrix-vector product
+  // into the loop of its operand's producer, as the XLA of xla-cpu-pjrt
+  // (PJRT C API 0.81) does; the newer one of lammps-jax-pjrt-cpu (0.115)
+  // runs the product on its own, and layer norm got slower there. Plugins
+  // newer than the one measured to pay keep the reductions.
+  enum { kNewestApiMinorFusingProducts = 81 };
+  tpr_graph_set_row_sums_as_dots(
+      info.kind == TPR_PLUGIN_KIND_CPU && info.api_major == 0 &&
+      info.api_minor <= kNewestApiMinorFusingProducts);
   return tpr_client_create(plugin, &co, &client);
 }
 

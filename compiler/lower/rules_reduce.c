@@ -187,7 +187,7 @@ static tpr_status_t lower_logsumexp(lw_ctx_t* ctx) {
   TPR_RETURN_IF_ERROR(check_real(ctx, t));
   tpr_dtype_t acc = lw_opmath(OUT->dtype);
   tpr_value_t x = lw_cast(G, lw_value(ctx, 0), acc);
-  tpr_value_t m = tpr_reduce(G, x, TPR_REDUCE_MAX, dims, n);
+  tpr_value_t m = tpr_reduce_max_unguarded(G, x, dims, n);
   m = lw_sel(G, lw_cmpk(G, TPR_CMP_EQ, lw_un(G, TPR_UNARY_ABS, m), INFINITY),
              lw_k(G, m, 0), m);
   tpr_type_t full = *t;
@@ -301,7 +301,9 @@ static tpr_status_t softmax(lw_ctx_t* ctx, bool log) {
   tpr_graph_t* g = G;
   tpr_value_t x = lw_cast(g, lw_value(ctx, 0), acc);
   if (tpr_type_numel(t) == 0) return lw_ret(ctx, x);
-  tpr_value_t m = lw_reduce_keep(g, x, TPR_REDUCE_MAX, dims, n);
+  tpr_type_t full = *tpr_value_type(g, x);
+  tpr_value_t m = lw_unreduce(g, tpr_reduce_max_unguarded(g, x, dims, n),
+                              &full, dims, n);
   tpr_value_t sh = lw_sub(g, x, m);
   tpr_value_t e = lw_un(g, TPR_UNARY_EXP, sh);
   tpr_value_t s = lw_reduce_keep(g, e, TPR_REDUCE_SUM, dims, n);

@@ -270,6 +270,25 @@ typedef enum tpr_reduce_op_e {
 tpr_value_t tpr_reduce(tpr_graph_t* graph, tpr_value_t v, tpr_reduce_op_t op,
                        const int64_t* dims, int num_dims);
 
+// A max reduction without tpr_reduce's NaN guard, whose second reduction
+// costs as much as the max: XLA:CPU's max may skip a NaN, so a slice holding
+// one can give the max of its other elements. Only for callers whose result
+// turns NaN anyway where the slice holds one (softmax, logsumexp: the NaN
+// survives exp(x - max) and the slice's sum spreads it).
+tpr_value_t tpr_reduce_max_unguarded(tpr_graph_t* graph, tpr_value_t v,
+                                     const int64_t* dims, int num_dims);
+
+// XLA:CPU rewrites a sum over an operand's minor dims into a reduce-window
+// and a second reduction, several times slower than PyTorch's row kernels
+// (layer norm, softmax), while the XLA:CPU of some plugins runs a
+// matrix-vector product as a loop fused with its operand's producer. When
+// on (the eager runtime turns it on for those, see eager/context.c), an f32
+// sum over trailing dims is built as a dot_general with a ones vector (the
+// dims reshaped to one first) where that was measured to pay: at least two
+// rows of at most 4K elements, 16K elements in all. Process-wide; off by
+// default.
+void tpr_graph_set_row_sums_as_dots(bool on);
+
 // Max/min with index along |dim| (removed from the result). Ties take the
 // smallest index and NaN wins, as in PyTorch. Indices are s64.
 void tpr_argreduce(tpr_graph_t* graph, tpr_value_t v, int64_t dim,

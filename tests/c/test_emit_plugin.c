@@ -348,6 +348,81 @@ TPR_TEST(emit_plugin_swapped_transposed_dot_matches_reference) {
   tpr_graph_free(g);
 }
 
+// An f32 sum over |dims| of a [d0, d1, d2] parameter, built with the
+// row-sum policy |on|, gives a C loop's sums (the values are quarters, so
+// every order of addition is exact); *is_dot says whether it became a
+// product.
+static bool row_sum_case(tpr_client_t* c, bool on, const int64_t shape[3],
+                         const int64_t* dims, int num_dims, bool* is_dot) {
+  int64_t n = shape[0] * shape[1] * shape[2];
+  float* x = malloc((size_t)n * sizeof(float));
+  float* got = malloc((size_t)n * sizeof(float));
+  float* want = calloc((size_t)n, sizeof(float));
+  bool ok = x && got && want;
+  bool reduced[3] = {false, false, false};
+  for (int j = 0; j < num_dims; j++) reduced[dims[j]] = true;
+  int64_t out_n = 0;
+  for (int64_t i = 0; ok && i < n; i++) {
+    x[i] = (float)(i % 13 - 6) * 0.25f;
+    int64_t idx[3] = {i / (shape[1] * shape[2]), i / shape[2] % shape[1],
+                      i % shape[2]};
+    int64_t o = 0;
+    for (int d = 0; d < 3; d++)
+      if (!reduced[d]) o = o * shape[d] + idx[d];
+    want[o] += x[i];
+    if (o + 1 > out_n) out_n = o + 1;
+  }
+  tpr_graph_set_row_sums_as_dots(on);
+  tpr_graph_t* g = NULL;
+  ok = ok && tpr_status_is_ok(tpr_graph_create(&g));
+  if (ok) {
+    tpr_value_t v = tpr_parameter(g, tpr_type_make(TPR_DTYPE_F32, 3, shape));
+    tpr_graph_add_result(g, tpr_reduce(g, v, TPR_REDUCE_SUM, dims, num_dims));
+  }
+  tpr_graph_set_row_sums_as_dots(false);
+  char* text = NULL;
+  ok = ok && tpr_status_is_ok(tpr_graph_emit_stablehlo(g, &text, NULL));
+  *is_dot = ok && strstr(text, "stablehlo.dot_general") != NULL;
+  tpr_free(text);
+  const float* args[1] = {x};
+  ok = ok && tpr_status_is_ok(run_f32(c, g, 1, args, NULL, got, out_n));
+  for (int64_t i = 0; ok && i < out_n; i++) ok = got[i] == want[i];
+  tpr_graph_free(g);
+  free(x);
+  free(got);
+  free(want);
+  return ok;
+}
+
+TPR_TEST(emit_plugin_row_sums_as_dots_match_reference) {
+  tpr_client_t* c;
+  CHECK_OK(fixture_client(1, &c));
+  static const int64_t kRows[3] = {8, 16, 256}, kLast = 2, kLastTwo[2] = {2, 1};
+  bool dot = false;
+  // Trailing dims of enough elements: a product when on, a reduction when off.
+  CHECK(row_sum_case(c, true, kRows, &kLast, 1, &dot));
+  CHECK(dot);
+  CHECK(row_sum_case(c, false, kRows, &kLast, 1, &dot));
+  CHECK(!dot);
+  CHECK(row_sum_case(c, true, kRows, kLastTwo, 2, &dot));  // merged first
+  CHECK(dot);
+  // A leading dim, a middle one, a sum to a scalar, too few elements and
+  // rows longer than 4K stay reductions.
+  static const int64_t kFirst = 0, kMiddle = 1, kAll[3] = {0, 1, 2};
+  CHECK(row_sum_case(c, true, kRows, &kFirst, 1, &dot));
+  CHECK(!dot);
+  CHECK(row_sum_case(c, true, kRows, &kMiddle, 1, &dot));
+  CHECK(!dot);
+  CHECK(row_sum_case(c, true, kRows, kAll, 3, &dot));
+  CHECK(!dot);
+  static const int64_t kSmall[3] = {2, 8, 64}, kLong[3] = {1, 8, 8192};
+  CHECK(row_sum_case(c, true, kSmall, &kLast, 1, &dot));
+  CHECK(!dot);
+  CHECK(row_sum_case(c, true, kLong, &kLast, 1, &dot));
+  CHECK(!dot);
+  tpr_client_destroy(c);
+}
+
 // m + (g - m) / 2 with m a reshaped parameter aliased to the result: the
 // reshape is written once per use (so XLA can update m in place without
 // copying it first), and the values are a C loop's.

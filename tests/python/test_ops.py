@@ -127,6 +127,14 @@ def test_nan_propagation():
     compare(torch.relu, x)
     compare(lambda t: t.amax(), x)
     compare(lambda t: t.sum(), x)
+    # The softmax family leaves NaN to its row sum rather than to its max.
+    rows = torch.stack([x, y, x.flip(0), x.nan_to_num(0.0)])
+    wide = rand(64, 512)
+    wide[3, 100] = wide[40, 0] = wide[63, 511] = float("nan")
+    for t in (rows, wide):
+        compare(lambda a: a.softmax(-1), t)
+        compare(lambda a: a.log_softmax(-1), t)
+        compare(lambda a: a.logsumexp(-1), t)
 
 
 def test_where_and_masked_fill():
