@@ -57,20 +57,22 @@ LW_DECLARE_TABLE(norm);
 // special functions, complex numbers, FFT (rules_special.c, rules_fft.c)
 LW_DECLARE_TABLE(special);
 LW_DECLARE_TABLE(fft);
-// Bessel and Airy functions (rules_special2.c)
-LW_DECLARE_TABLE(special2);
+// Bessel and Airy functions, p-norm distances (rules_bessel_cdist.c)
+LW_DECLARE_TABLE(bessel_cdist);
 LW_DECLARE_TABLE(poly);  // orthogonal polynomials (rules_poly.c)
 LW_DECLARE_TABLE(random_more);  // rules_random.c
-// assorted NN and tensor ops (rules_misc.c)
-LW_DECLARE_TABLE(misc);
+// shrink activations, take/put, cross, isin, trace, aminmax, renorm
+// (rules_shrink_take_cross_isin.c)
+LW_DECLARE_TABLE(shrink_take_cross_isin);
 // matrix factorizations (rules_factor.c)
 LW_DECLARE_TABLE(factor);
 LW_DECLARE_TABLE(embedding_bag);  // rules_embedding_bag.c
 LW_DECLARE_TABLE(grid);  // grid sampling (rules_grid.c)
 LW_DECLARE_TABLE(view);  // view ops as values, for compiled graphs (rules_view.c)
-// margin losses and other late additions (rules_more.c)
-LW_DECLARE_TABLE(more);
-LW_DECLARE_TABLE(hf);  // ops Hugging Face models reach (rules_hf.c)
+// margin losses, rrelu, embedding_renorm (rules_margin_rrelu_renorm.c)
+LW_DECLARE_TABLE(margin_rrelu_renorm);
+// weight norm, the fused LSTM cell (rules_weight_norm_lstm.c)
+LW_DECLARE_TABLE(weight_norm_lstm);
 LW_DECLARE_TABLE(optim);  // fused optimizer steps (rules_optim.c)
 LW_DECLARE_TABLE(ctc);    // CTC loss and its gradient (rules_ctc.c)
 

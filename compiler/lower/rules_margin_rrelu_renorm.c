@@ -1004,7 +1004,7 @@ static tpr_status_t lower_prelu_kernel_backward(lw_ctx_t* ctx) {
   return lw_done(ctx);
 }
 
-LW_DEFINE_TABLE(more,
+LW_DEFINE_TABLE(margin_rrelu_renorm,
     LW_RULE("glu_backward", lower_glu_backward),
     LW_RULE("glu_backward.grad_input", lower_glu_backward),
     LW_RULE("_prelu_kernel_backward", lower_prelu_kernel_backward),

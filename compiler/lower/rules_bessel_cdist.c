@@ -502,7 +502,7 @@ static tpr_status_t lower_pdist(lw_ctx_t* ctx) {
 
 #define FO(n, fn) LW_RULE(n, fn), LW_RULE(n ".out", fn)
 
-LW_DEFINE_TABLE(special2,
+LW_DEFINE_TABLE(bessel_cdist,
     FO("special_bessel_j0", lower_j0), FO("special_bessel_j1", lower_j1),
     FO("special_bessel_y0", lower_y0), FO("special_bessel_y1", lower_y1),
     FO("special_modified_bessel_i0", lower_mi0),

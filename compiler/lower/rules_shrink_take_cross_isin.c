@@ -342,7 +342,7 @@ static tpr_status_t lower_assert_async(lw_ctx_t* ctx) {
   return lw_done(ctx);
 }
 
-LW_DEFINE_TABLE(misc,
+LW_DEFINE_TABLE(shrink_take_cross_isin,
     LW_RULE("_assert_async", lower_assert_async),
     LW_RULE("_assert_async.msg", lower_assert_async),
     LW_RULE("_functional_assert_async.msg", lower_assert_async),

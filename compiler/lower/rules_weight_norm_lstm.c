@@ -1,4 +1,4 @@
-//===--- compiler/lower/rules_hf.c - ops Hugging Face models reach --------===//
+//===--- compiler/lower/rules_weight_norm_lstm.c - weight norm, LSTM cell -===//
 //
 // Weight normalisation (the convolutional position embeddings of wav2vec2,
 // HuBERT, SEW and relatives; torch.nn.utils weight_norm):
@@ -163,7 +163,7 @@ static tpr_status_t lower_fused_lstm_cell_backward(lw_ctx_t* ctx) {
   return lw_done(ctx);
 }
 
-LW_DEFINE_TABLE(hf,
+LW_DEFINE_TABLE(weight_norm_lstm,
     LW_RULE("_thnn_fused_lstm_cell", lower_fused_lstm_cell),
     LW_RULE("_thnn_fused_lstm_cell_backward_impl", lower_fused_lstm_cell_backward),
     LW_RULE("_weight_norm_interface", lower_weight_norm),
