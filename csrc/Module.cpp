@@ -110,6 +110,7 @@ py::dict runtime_stats() {
   py::dict fb;
   for (const auto& kv : fallback_counts_snapshot()) fb[py::str(kv.first)] = kv.second;
   d["fallbacks"] = fb;
+  d["meta_cache_entries"] = meta_cache_entries();
   return d;
 }
 

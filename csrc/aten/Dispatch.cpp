@@ -269,7 +269,12 @@ c10::Device find_device(const torch::jit::Stack& args) {
 // What PyTorch's meta kernel says about one call: the returns and the
 // (possibly resized) arguments. Meta kernels cost tens of microseconds, so
 // results are cached by the call's metadata: op, tensor sizes, strides,
-// offsets, dtypes, devices, and every non-tensor argument's value.
+// offsets, dtypes, devices, and every non-tensor argument's value, except
+// Scalar and Scalar[] arguments, which count only by kind (bool, integer,
+// floating, complex: type promotion reads no more), so that an optimizer's
+// per-step scalars (AdamW's bias corrections) do not add an entry per step.
+// The few ops whose result shape depends on Scalar values (arange, range)
+// key them by value.
 struct MetaResult {
   torch::jit::Stack args;
   torch::jit::Stack returns;
@@ -300,6 +305,38 @@ void put_tensor(std::string& k, const at::Tensor& t) {
   }
   put(k, t.storage_offset());
   if (t.has_storage()) put(k, t.storage().nbytes());
+}
+
+// Appends the kind of a Scalar (or of each entry of a Scalar list).
+bool put_scalar_kind(std::string& k, const c10::IValue& v) {
+  if (v.isList()) {
+    k.push_back('[');
+    for (const auto& e : v.toListRef())
+      if (!put_scalar_kind(k, e)) return false;
+    k.push_back(']');
+    return true;
+  }
+  if (v.isDouble()) k.push_back('D');
+  else if (v.isInt() || v.isSymInt()) k.push_back('I');
+  else if (v.isBool()) k.push_back('B');
+  else if (v.isComplexDouble()) k.push_back('C');
+  else if (v.isNone()) k.push_back('n');
+  else return false;
+  return true;
+}
+
+// Whether |a| is a Scalar, Scalar? or Scalar[] argument.
+bool is_scalar_argument(const c10::Argument& a) {
+  c10::TypePtr t = a.real_type();
+  if (auto o = t->castRaw<c10::OptionalType>()) t = o->getElementType();
+  if (auto l = t->castRaw<c10::ListType>()) t = l->getElementType();
+  return t->kind() == c10::TypeKind::NumberType;
+}
+
+// Ops whose result metadata depends on their Scalar arguments' values.
+bool shape_reads_scalar_values(const c10::FunctionSchema& schema) {
+  const std::string& n = schema.name();
+  return n == "aten::arange" || n == "aten::range";
 }
 
 // Appends |v| to the key; false for values the key cannot describe.
@@ -425,9 +462,15 @@ std::shared_ptr<const MetaResult> meta_result(const c10::OperatorHandle& op,
   // copied out before running the meta kernel, which may nest.
   static thread_local std::string buf;
   buf.clear();
-  put(buf, &op.schema());
+  const auto& schema = op.schema();
+  put(buf, &schema);
   bool cacheable = true;
-  for (size_t i = 0; i < nargs && cacheable; i++) cacheable = put_ivalue(buf, args[i]);
+  const bool scalar_values = shape_reads_scalar_values(schema);
+  for (size_t i = 0; i < nargs && cacheable; i++)
+    cacheable = !scalar_values && i < schema.arguments().size() &&
+                        is_scalar_argument(schema.arguments()[i])
+                    ? put_scalar_kind(buf, args[i])
+                    : put_ivalue(buf, args[i]);
   if (cacheable) {
     std::lock_guard<std::mutex> lock(meta_mutex);
     auto it = meta_cache.find(buf);
@@ -442,6 +485,15 @@ std::shared_ptr<const MetaResult> meta_result(const c10::OperatorHandle& op,
   }
   return r;
 }
+
+}  // namespace
+
+size_t meta_cache_entries() {
+  std::lock_guard<std::mutex> lock(meta_mutex);
+  return meta_cache.size();
+}
+
+namespace {
 
 void add_out(CallState& st, const at::Tensor& real, const char* op) {
   st.outs.push_back(real);
