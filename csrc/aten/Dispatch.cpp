@@ -407,6 +407,25 @@ std::shared_ptr<const MetaResult> layer_norm_meta(const torch::jit::Stack& args)
   return r;
 }
 
+// Batch norm in evaluation saves no statistics: the CPU kernel returns
+// save_mean and save_invstd empty, PyTorch's meta kernels of size [C].
+void empty_eval_batch_norm_stats(const c10::FunctionSchema& schema,
+                                 const torch::jit::Stack& args, torch::jit::Stack& returns) {
+  const std::string& n = schema.name();
+  bool eval;
+  if (n == "aten::_native_batch_norm_legit_no_training")
+    eval = true;
+  else if ((n == "aten::native_batch_norm" || n == "aten::_native_batch_norm_legit") &&
+           schema.overload_name().empty() && args.size() > 5 && args[5].isBool())
+    eval = !args[5].toBool();
+  else
+    return;
+  if (!eval || returns.size() < 3) return;
+  for (size_t i = 1; i < 3; i++)
+    if (returns[i].isTensor())
+      returns[i] = at::empty({0}, returns[i].toTensor().options());
+}
+
 std::shared_ptr<const MetaResult> run_meta(const c10::OperatorHandle& op,
                                            const torch::jit::Stack& args,
                                            size_t nargs) {
@@ -452,6 +471,7 @@ std::shared_ptr<const MetaResult> run_meta(const c10::OperatorHandle& op,
                  : c10::DispatchKey::CompositeExplicitAutograd;
   op.redispatchBoxed(c10::DispatchKeySet(key), &meta);
   r->returns = std::move(meta);
+  empty_eval_batch_norm_stats(schema, args, r->returns);
   return r;
 }
 

@@ -166,3 +166,24 @@ def test_max_unpool2d(dtype):
 def test_sparse_is_unsupported():
     with pytest.raises(NotImplementedError, match="sparse"):
         torch.ones(2, 2, device="tpu").to_sparse()
+
+
+@pytest.mark.parametrize("op", ["native_batch_norm", "_native_batch_norm_legit",
+                                "_native_batch_norm_legit_no_training"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_eval_batch_norm_saves_no_statistics_as_on_cpu(op, dtype):
+    """In evaluation the CPU kernel returns save_mean and save_invstd empty
+    (PyTorch's meta kernels say [C]); tpu returns what the CPU does."""
+    x = torch.randn(2, 3, 4, 4).to(dtype)
+    rm, rv = torch.rand(3), torch.rand(3) + 0.5
+
+    def call(device):
+        a = [x.to(device), None, None, rm.to(device), rv.to(device)]
+        f = getattr(torch.ops.aten, op)
+        return f(*a, 0.1, 1e-5) if op.endswith("no_training") else f(*a, False, 0.1, 1e-5)
+
+    want, got = call("cpu"), call("tpu")
+    for w, g in zip(want, got):
+        assert (g.shape, g.dtype) == (w.shape, w.dtype)
+    torch.testing.assert_close(got[0].cpu(), want[0], rtol=1e-2 if dtype == torch.bfloat16
+                               else 1e-5, atol=1e-2 if dtype == torch.bfloat16 else 1e-5)
