@@ -423,9 +423,7 @@ int tpr_graph_result_alias(const tpr_graph_t* g, int result_index) {
 // other constants and seed; both end in a murmur3 finaliser. Array lengths
 // are mixed in, so the concatenation is unambiguous.
 
-typedef struct hash_state {
-  uint64_t a, b;
-} hash_state_t;
+typedef tpr_hash128_t hash_state_t;
 
 static inline uint64_t rotl64(uint64_t x, int r) {
   return (x << r) | (x >> (64 - r));
@@ -463,8 +461,23 @@ static uint64_t fmix64(uint64_t k) {
   return k;
 }
 
+void tpr_hash128_init(tpr_hash128_t* h) {
+  h->a = 0x243F6A8885A308D3ull;
+  h->b = 0x13198A2E03707344ull;
+}
+
+void tpr_hash128_bytes(tpr_hash128_t* h, const void* data, size_t n) {
+  hash_bytes(h, data, n);
+}
+
+void tpr_hash128_final(const tpr_hash128_t* h, uint64_t out[2]) {
+  out[0] = fmix64(h->a ^ rotl64(h->b, 17));
+  out[1] = fmix64(h->b + 0x5851F42D4C957F2Dull * h->a);
+}
+
 void tpr_graph_hash(const tpr_graph_t* g, uint64_t out[2]) {
-  hash_state_t h = {0x243F6A8885A308D3ull, 0x13198A2E03707344ull};
+  hash_state_t h;
+  tpr_hash128_init(&h);
   hash_word(&h, (uint64_t)g->num_params);
   hash_bytes(&h, g->nodes, (size_t)g->num_nodes * sizeof(tpr_node_t));
   hash_bytes(&h, g->operands, (size_t)g->num_operands * sizeof(tpr_value_t));
@@ -480,6 +493,5 @@ void tpr_graph_hash(const tpr_graph_t* g, uint64_t out[2]) {
   hash_bytes(&h, g->aliases, (size_t)g->num_results * sizeof(int32_t));
   // An errored graph never equals a good one.
   hash_word(&h, tpr_graph_ok(g) ? 0 : 0xE7707ull);
-  out[0] = fmix64(h.a ^ rotl64(h.b, 17));
-  out[1] = fmix64(h.b + 0x5851F42D4C957F2Dull * h.a);
+  tpr_hash128_final(&h, out);
 }

@@ -202,4 +202,22 @@ const tpr_type_t* tpr_graph_operand(tpr_graph_t* g, tpr_value_t v,
 void tpr_encode_f64(tpr_dtype_t dtype, double x, void* out);
 void tpr_encode_i64(tpr_dtype_t dtype, int64_t x, void* out);
 
+// The 128-bit hash graphs are keyed by (graph.c), for other byte strings
+// too: a kernel's text and signature.
+typedef struct tpr_hash128 {
+  uint64_t a, b;
+} tpr_hash128_t;
+void tpr_hash128_init(tpr_hash128_t* h);
+void tpr_hash128_bytes(tpr_hash128_t* h, const void* data, size_t n);
+void tpr_hash128_final(const tpr_hash128_t* h, uint64_t out[2]);
+
+// Growable NUL-terminated text (emit.c): a failed allocation sets |oom|,
+// and later appends do nothing. Zero-initialise; the caller frees |p|.
+typedef struct tpr_text {
+  char* p;
+  size_t n, cap;
+  bool oom;
+} tpr_text_t;
+void tpr_text_append(tpr_text_t* t, const char* s, size_t len);
+
 #endif  // TPR_COMPILER_IR_GRAPH_INTERNAL_H_

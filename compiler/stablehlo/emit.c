@@ -26,9 +26,7 @@
 #include "compiler/ir/graph_internal.h"
 
 typedef struct emitter {
-  char* p;
-  size_t n, cap;
-  bool oom;
+  tpr_text_t text;
   const tpr_graph_t* g;
   // Reshapes of parameters re-emitted at each use (see mark_per_use_views):
   // per value, whether it is one, and the node whose copy is current.
@@ -36,22 +34,26 @@ typedef struct emitter {
   int32_t* per_use_at;
 } emitter_t;
 
-static void put_n(emitter_t* e, const char* s, size_t len) {
-  if (e->oom) return;
-  if (e->n + len + 1 > e->cap) {
-    size_t cap = e->cap ? e->cap : 4096;
-    while (cap < e->n + len + 1) cap *= 2;
-    char* q = (char*)tpr_realloc(e->p, cap);
+void tpr_text_append(tpr_text_t* t, const char* s, size_t len) {
+  if (t->oom) return;
+  if (t->n + len + 1 > t->cap) {
+    size_t cap = t->cap ? t->cap : 4096;
+    while (cap < t->n + len + 1) cap *= 2;
+    char* q = (char*)tpr_realloc(t->p, cap);
     if (!q) {
-      e->oom = true;
+      t->oom = true;
       return;
     }
-    e->p = q;
-    e->cap = cap;
+    t->p = q;
+    t->cap = cap;
   }
-  memcpy(e->p + e->n, s, len);
-  e->n += len;
-  e->p[e->n] = 0;
+  memcpy(t->p + t->n, s, len);
+  t->n += len;
+  t->p[t->n] = 0;
+}
+
+static void put_n(emitter_t* e, const char* s, size_t len) {
+  tpr_text_append(&e->text, s, len);
 }
 
 static void put(emitter_t* e, const char* s) { put_n(e, s, strlen(s)); }
@@ -1363,11 +1365,11 @@ tpr_status_t tpr_graph_emit_stablehlo(const tpr_graph_t* g, char** out_text,
   tpr_free(params);
   tpr_free(e.per_use);
   tpr_free(e.per_use_at);
-  if (e.oom || !e.p) {
-    tpr_free(e.p);
+  if (e.text.oom || !e.text.p) {
+    tpr_free(e.text.p);
     return TPR_ERR(RESOURCE_EXHAUSTED, "emit: out of memory");
   }
-  *out_text = e.p;
-  if (out_size) *out_size = e.n;
+  *out_text = e.text.p;
+  if (out_size) *out_size = e.text.n;
   return tpr_ok_status();
 }

@@ -40,50 +40,7 @@ typedef struct span {
   size_t n;
 } span_t;
 
-typedef struct text_buf {
-  char* p;
-  size_t n, cap;
-  bool oom;
-} text_buf_t;
-
-static void buf_put(text_buf_t* b, const char* s, size_t n) {
-  if (b->oom) return;
-  if (b->n + n + 1 > b->cap) {
-    size_t cap = b->cap ? b->cap : 1024;
-    while (cap < b->n + n + 1) cap *= 2;
-    char* q = (char*)tpr_realloc(b->p, cap);
-    if (!q) {
-      b->oom = true;
-      return;
-    }
-    b->p = q;
-    b->cap = cap;
-  }
-  memcpy(b->p + b->n, s, n);
-  b->n += n;
-  b->p[b->n] = 0;
-}
-
-static void buf_puts(text_buf_t* b, const char* s) { buf_put(b, s, strlen(s)); }
-
-// 128-bit content hash (two FNV-1a lanes, finalised): identical text and
-// signature give identical symbol names, hence identical graph text.
-static void hash_mix(uint64_t h[2], const void* data, size_t n) {
-  const uint8_t* p = (const uint8_t*)data;
-  for (size_t i = 0; i < n; i++) {
-    h[0] = (h[0] ^ p[i]) * 0x100000001B3ull;
-    h[1] = (h[1] ^ p[i]) * 0x9E3779B97F4A7C15ull + 1;
-  }
-}
-
-static uint64_t fmix64(uint64_t k) {
-  k ^= k >> 33;
-  k *= 0xFF51AFD7ED558CCDull;
-  k ^= k >> 33;
-  k *= 0xC4CEB9FE1A85EC53ull;
-  k ^= k >> 33;
-  return k;
-}
+static void buf_puts(tpr_text_t* b, const char* s) { tpr_text_append(b, s, strlen(s)); }
 
 static bool is_id_start(char c) { return isalpha((unsigned char)c) || c == '_'; }
 static bool is_id_char(char c) {
@@ -261,7 +218,7 @@ static tpr_status_t find_definitions(const char* kname, span_t body, symbols_t* 
 // Copies |body| with every defined symbol prefixed and pretty definitions
 // made private.
 static void rename_symbols(span_t body, const symbols_t* defs, const char* prefix,
-                           text_buf_t* b) {
+                           tpr_text_t* b) {
   const char* p = body.p;
   const char* end = body.p + body.n;
   const char* copied = p;
@@ -271,12 +228,12 @@ static void rename_symbols(span_t body, const symbols_t* defs, const char* prefi
       const char* q = p + (vis ? 18 : 12);
       span_t s = symbol_at(q - 1, end);
       if (vis) {
-        buf_put(b, copied, (size_t)(q - copied));
+        tpr_text_append(b, copied, (size_t)(q - copied));
         buf_puts(b, "private");
         p = copied = q + s.n;
       } else {
         if (symbol_index(defs, s.p, s.n) >= 0) {
-          buf_put(b, copied, (size_t)(q - copied));
+          tpr_text_append(b, copied, (size_t)(q - copied));
           buf_puts(b, prefix);
           copied = q;
         }
@@ -294,7 +251,7 @@ static void rename_symbols(span_t body, const symbols_t* defs, const char* prefi
       for (size_t v = 0; v < 3; v++)
         if (starts(q, end, kVisibilities[v])) name_at = skip_space(q + strlen(kVisibilities[v]), end);
       if (name_at < end && *name_at == '@') {
-        buf_put(b, copied, (size_t)(p - copied));
+        tpr_text_append(b, copied, (size_t)(p - copied));
         buf_puts(b, "func.func private ");
         p = copied = name_at;
         continue;
@@ -306,10 +263,10 @@ static void rename_symbols(span_t body, const symbols_t* defs, const char* prefi
       span_t s = symbol_at(p + 1, end);
       if (s.n && symbol_index(defs, s.p, s.n) >= 0) {
         bool quoted = p[1] == '"';
-        buf_put(b, copied, (size_t)(p - copied));
+        tpr_text_append(b, copied, (size_t)(p - copied));
         buf_puts(b, quoted ? "@\"" : "@");
         buf_puts(b, prefix);
-        buf_put(b, s.p, s.n);
+        tpr_text_append(b, s.p, s.n);
         if (quoted) buf_puts(b, "\"");
         p = copied = s.p + s.n + (quoted ? 1 : 0);
         continue;
@@ -317,7 +274,7 @@ static void rename_symbols(span_t body, const symbols_t* defs, const char* prefi
     }
     p++;
   }
-  buf_put(b, copied, (size_t)(end - copied));
+  tpr_text_append(b, copied, (size_t)(end - copied));
 }
 
 //===--- the entry's signature ----------------------------------------------===//
@@ -513,18 +470,20 @@ tpr_status_t tpr_kernel_create(const char* name, const char* text, size_t size,
     for (int i = 0; i < num_outputs; i++)
       k->types[num_inputs + i] =
           tpr_type_make(outputs[i].dtype, outputs[i].rank, outputs[i].dims);
-    uint64_t h[2] = {0xCBF29CE484222325ull, 0x84222325CBF29CE4ull};
-    hash_mix(h, body.p, body.n);
-    hash_mix(h, entry, strlen(entry) + 1);
-    hash_mix(h, k->types, sizeof(tpr_type_t) * (size_t)(num_inputs + num_outputs));
-    k->hash[0] = fmix64(h[0] ^ (h[1] << 7));
-    k->hash[1] = fmix64(h[1] + 0x5851F42D4C957F2Dull * h[0]);
+    // Identical text and signature give identical symbol names, hence
+    // identical graph text.
+    tpr_hash128_t h;
+    tpr_hash128_init(&h);
+    tpr_hash128_bytes(&h, body.p, body.n);
+    tpr_hash128_bytes(&h, entry, strlen(entry));
+    tpr_hash128_bytes(&h, k->types, sizeof(tpr_type_t) * (size_t)(num_inputs + num_outputs));
+    tpr_hash128_final(&h, k->hash);
     char prefix[32];
     snprintf(prefix, sizeof prefix, "k%016llx_", (unsigned long long)k->hash[0]);
-    text_buf_t b = {0};
+    tpr_text_t b = {0};
     rename_symbols(body, defs, prefix, &b);
     buf_puts(&b, "\n");
-    text_buf_t e = {0};
+    tpr_text_t e = {0};
     buf_puts(&e, prefix);
     buf_puts(&e, entry);
     k->text = b.p;
