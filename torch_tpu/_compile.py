@@ -551,7 +551,7 @@ class _Builder:
         return results if isinstance(val, (tuple, list)) else results[0]
 
     def _value(self, node):
-        """The graph value of |node| (a constant tensor is embedded)."""
+        """The graph value of |node|."""
         if node in self.env:
             return self.env[node]
         raise TpuCompileError(f"{self.name}: {node.name} has no graph value")

@@ -266,7 +266,6 @@ class _KernelOp:
             raise ValueError(f"jax_op: name must be 'namespace::name', got {name!r}")
         self.name, self.fn = name, fn
         self.num_outputs = num_outputs
-        self.aliases = dict(input_output_aliases or {})
         self.sig = inspect.signature(fn)
         params = list(self.sig.parameters.values())
         static_argnums = {static_argnums} if isinstance(static_argnums, int) else set(static_argnums)
@@ -292,9 +291,17 @@ class _KernelOp:
                 else "=" + _default_text(p.default)
             parts.append(f"{t} {p.name}{d}")
         self.tensor_names = [p.name for p in params if p.name not in self.static]
+        # {output: index among the tensor arguments} from {output: parameter}.
+        self.aliases = {}
+        for out_i, param_i in (input_output_aliases or {}).items():
+            pname = params[param_i].name
+            if pname in self.static:
+                raise ValueError(f"jax_op {name}: input_output_aliases: parameter {pname!r} "
+                                 "is static")
+            self.aliases[out_i] = self.tensor_names.index(pname)
         # Outputs aliased onto inputs are written into those inputs (the op
         # mutates them) and not returned.
-        self.returned = [i for i in range(num_outputs) if i not in self.aliases.values()]
+        self.returned = [i for i in range(num_outputs) if i not in self.aliases]
         rets = ", ".join(["Tensor"] * len(self.returned))
         ret = "()" if not self.returned else rets if len(self.returned) == 1 else f"({rets})"
         self.schema = f"({', '.join(parts)}) -> {ret}"
@@ -507,27 +514,12 @@ def jax_op(name, jax_fn=None, *, static_argnums=(), static_argnames=(), num_outp
     mutated = set(mutates_args) | {params[i] for i in aliases.values()}
     k = _KernelOp(name, jax_fn, static_argnums=static_argnums, static_argnames=static_argnames,
                   num_outputs=num_outputs, fake=fake, mutates_args=sorted(mutated),
-                  input_output_aliases={o: _tensor_index(jax_fn, i, static_argnums,
-                                                         static_argnames)
-                                        for o, i in aliases.items()})
+                  input_output_aliases=aliases)
     op = k.op
     op._kernel_op = k
     if backward == "vjp":
         vjp_backward(op)
     return op
-
-
-def _tensor_index(fn, param_index, static_argnums, static_argnames):
-    """Position of parameter |param_index| among the tensor parameters."""
-    params = list(inspect.signature(fn).parameters)
-    nums = {static_argnums} if isinstance(static_argnums, int) else set(static_argnums)
-    names = {static_argnames} if isinstance(static_argnames, str) else set(static_argnames)
-    sig = inspect.signature(fn).parameters
-    tensor_params = [i for i, p in enumerate(params) if i not in nums and p not in names
-                     and not isinstance(sig[p].default, (bool, int, float, str, tuple, list))]
-    if param_index not in tensor_params:
-        raise ValueError(f"input_output_aliases: parameter {params[param_index]!r} is static")
-    return tensor_params.index(param_index)
 
 
 def custom_jax_kernel(name, **options):

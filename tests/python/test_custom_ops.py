@@ -186,6 +186,20 @@ def test_input_output_aliases_update_the_input_in_place(mode):
     torch.testing.assert_close(acc_c, acc + 0.5 * x)
 
 
+def test_in_place_kernel_that_also_returns_a_result():
+    """Output 1 is input 0's new value, output 0 is returned."""
+    def accumulate(acc, x):
+        return (x * x).sum(), acc + x
+
+    acc_op = op("tpu_test::accumulate_", accumulate, num_outputs=2,
+                input_output_aliases={1: 0})
+    acc, x = torch.randn(5), torch.randn(5)
+    acc_t = acc.to("tpu")
+    got = acc_op(acc_t, x.to("tpu"))
+    torch.testing.assert_close(got.cpu(), (x * x).sum(), **F32)
+    torch.testing.assert_close(acc_t.cpu(), acc + x)
+
+
 def test_in_place_kernel_under_torch_compile():
     def scaled_add(acc, x, alpha: float = 1.0):
         return acc + alpha * x
