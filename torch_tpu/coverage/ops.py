@@ -386,7 +386,7 @@ _CHUNK = 150
 
 
 def _drive(args):
-    from . import _isolate
+    from .. import _isolate
     op_db = _op_db()
     result_path = args.json + ".partial"
 
