@@ -45,9 +45,24 @@ void fused_adam_tensor_lr_meta(at::TensorList, at::TensorList, at::TensorList,
                                bool, bool, const std::optional<at::Tensor>&,
                                const std::optional<at::Tensor>&) {}
 
+// PyTorch has no meta kernel for the fused SGD and Adagrad steps at all.
+template <typename Lr>
+void fused_sgd_meta(at::TensorList, at::TensorList, at::TensorList, double, double, Lr,
+                    double, bool, bool, bool, const std::optional<at::Tensor>&,
+                    const std::optional<at::Tensor>&) {}
+
+template <typename Lr>
+void fused_adagrad_meta(at::TensorList, at::TensorList, at::TensorList, at::TensorList, Lr,
+                        double, double, double, bool, const std::optional<at::Tensor>&,
+                        const std::optional<at::Tensor>&) {}
+
 TORCH_LIBRARY_IMPL(aten, Meta, m) {
   m.impl("_fused_adam_.tensor_lr", fused_adam_tensor_lr_meta);
   m.impl("_fused_adamw_.tensor_lr", fused_adam_tensor_lr_meta);
+  m.impl("_fused_sgd_", fused_sgd_meta<double>);
+  m.impl("_fused_sgd_.tensor_lr", fused_sgd_meta<const at::Tensor&>);
+  m.impl("_fused_adagrad_", fused_adagrad_meta<double>);
+  m.impl("_fused_adagrad_.tensor_lr", fused_adagrad_meta<const at::Tensor&>);
   m.impl("multi_margin_loss_backward", multi_margin_loss_backward_meta);
   m.impl("multilabel_margin_loss_backward", multilabel_margin_loss_backward_meta);
   m.impl("_cummax_helper", cummaxmin_helper_meta);

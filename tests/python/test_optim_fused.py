@@ -83,3 +83,93 @@ def test_mismatched_lists_name_the_op():
                             [torch.tensor(1.0, device="tpu")], lr=0.1, beta1=0.9,
                             beta2=0.999, weight_decay=0.0, eps=1e-8, amsgrad=False,
                             maximize=False)
+
+
+def _train_state(device, opt_cls, dtype, state_key, steps=3, round_to=None, **kw):
+    """Parameters and one state list after |steps| fused steps. With
+    |round_to|, the step runs in |dtype| and parameters and state are rounded
+    to |round_to| after each step: the fused kernels' arithmetic for
+    low-precision tensors (opmath float32, one rounding on store)."""
+    torch.manual_seed(0)
+    store = round_to or dtype
+    params = [torch.nn.Parameter(torch.randn(*s, dtype=store).to(device, dtype))
+              for s in SHAPES]
+    if isinstance(kw.get("lr"), torch.Tensor):
+        kw["lr"] = kw["lr"].to(device)
+    opt = opt_cls(params, fused=True, **kw)
+    g = torch.Generator().manual_seed(1)
+    for _ in range(steps):
+        for p in params:
+            p.grad = torch.randn(p.shape, generator=g, dtype=store).to(device, dtype)
+        opt.step()
+        for p in params if round_to else ():
+            p.data = p.data.to(round_to).to(dtype)
+            for k, v in opt.state[p].items():
+                if k != "step" and isinstance(v, torch.Tensor) and v.is_floating_point():
+                    v.copy_(v.to(round_to))
+    state = [opt.state[p][state_key].cpu().to(store) for p in params] if state_key else []
+    return [p.detach().cpu().to(store) for p in params], state
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("kw", [{}, {"momentum": 0.9}, {"momentum": 0.9, "nesterov": True,
+                                                       "weight_decay": 0.1},
+                                {"momentum": 0.8, "dampening": 0.3, "maximize": True},
+                                {"lr": "tensor", "momentum": 0.9}],
+                         ids=["plain", "momentum", "nesterov_decay", "dampening_maximize",
+                              "tensor_lr"])
+def test_fused_sgd_matches_cpu(dtype, kw):
+    kw = dict(kw, lr=torch.tensor(0.05) if kw.get("lr") == "tensor" else 0.05)
+    key = "momentum_buffer" if kw.get("momentum") else None
+    p_tpu, b_tpu = _train_state("tpu", torch.optim.SGD, dtype, key, **kw)
+    # PyTorch's CPU fused SGD leaves half-precision parameters unchanged in
+    # its vectorised loop (torch 2.13: only the tail elements move), so the
+    # bfloat16 reference is its float32 kernel rounded after each step.
+    ref = dict(dtype=torch.float32, round_to=dtype) if dtype == torch.bfloat16 else {}
+    p_cpu, b_cpu = _train_state("cpu", torch.optim.SGD, ref.pop("dtype", dtype), key, **ref,
+                                **kw)
+    _close(p_tpu, p_cpu, dtype)
+    _close(b_tpu, b_cpu, dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("kw", [{}, {"lr_decay": 0.3, "weight_decay": 0.1},
+                                {"initial_accumulator_value": 0.1, "maximize": True},
+                                {"lr": "tensor", "lr_decay": 0.2}],
+                         ids=["plain", "decay", "accumulator_maximize", "tensor_lr"])
+def test_fused_adagrad_matches_cpu(dtype, kw):
+    kw = dict(kw, lr=torch.tensor(0.05) if kw.get("lr") == "tensor" else 0.05)
+    p_tpu, s_tpu = _train_state("tpu", torch.optim.Adagrad, dtype, "sum", **kw)
+    p_cpu, s_cpu = _train_state("cpu", torch.optim.Adagrad, dtype, "sum", **kw)
+    _close(p_tpu, p_cpu, dtype)
+    _close(s_tpu, s_cpu, dtype, rel=True)
+
+
+@pytest.mark.parametrize("found_inf", [0.0, 1.0])
+@pytest.mark.parametrize("op", ["sgd", "adagrad"])
+def test_fused_sgd_adagrad_unscale_and_skip_like_cpu(op, found_inf):
+    def step(device):
+        torch.manual_seed(0)
+        p, g, s = (torch.randn(5, 4).to(device) for _ in range(3))
+        scale = dict(grad_scale=torch.tensor(8.0, device=device),
+                     found_inf=torch.tensor(found_inf, device=device))
+        if op == "sgd":
+            torch._fused_sgd_([p], [g], [s], weight_decay=0.01, momentum=0.9, lr=0.1,
+                              dampening=0.0, nesterov=True, maximize=False,
+                              is_first_step=False, **scale)
+        else:
+            s = s.abs()
+            torch._fused_adagrad_([p], [g], [s], [torch.tensor(2.0, device=device)], lr=0.1,
+                                  lr_decay=0.1, weight_decay=0.01, eps=1e-10,
+                                  maximize=False, **scale)
+        return [t.cpu() for t in (p, g, s)]
+    for got, want in zip(step("tpu"), step("cpu")):
+        torch.testing.assert_close(got, want, atol=1e-6, rtol=1e-6)
+
+
+def test_fused_sgd_without_buffers_for_momentum_names_the_op():
+    p = [torch.zeros(3, device="tpu")]
+    with pytest.raises(ValueError, match="_fused_sgd_.*momentum buffers"):
+        torch._fused_sgd_(p, [torch.zeros(3, device="tpu")], [], weight_decay=0.0,
+                          momentum=0.9, lr=0.1, dampening=0.0, nesterov=False,
+                          maximize=False, is_first_step=False)

@@ -156,9 +156,10 @@ def _as_accurate_as_cpu(got, want, ref, dtype_name):
     return True
 
 
-def _compare(got, want, dtype_name, values=True, cast=False):
+def _compare(got, want, dtype_name, values=True, cast=False, check_device=True):
     """None if equal within tolerance, else a short reason. With |cast|,
-    results are compared in the CPU's dtype."""
+    results are compared in the CPU's dtype; with |check_device|, tensor
+    results must be on tpu."""
     import torch
     g, w = _flatten(got, []), _flatten(want, [])
     if len(g) != len(w):
@@ -167,8 +168,8 @@ def _compare(got, want, dtype_name, values=True, cast=False):
         if isinstance(b, torch.Tensor):
             if not isinstance(a, torch.Tensor):
                 return f"got {type(a).__name__}, CPU gave a tensor"
-            if a.device.type not in ("tpu", "cpu") or (b.device.type == "cpu" and a.device.type != "tpu"
-                                                     and a.numel() > 0):
+            if check_device and (a.device.type not in ("tpu", "cpu") or (
+                    b.device.type == "cpu" and a.device.type != "tpu" and a.numel() > 0)):
                 return f"result on {a.device}"
             if a.dtype != b.dtype and not cast:
                 return f"dtype {a.dtype}, CPU {b.dtype}"
