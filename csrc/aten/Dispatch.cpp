@@ -804,7 +804,9 @@ TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
 // run) per tensor, native_layer_norm decomposes through batch_norm, and
 // convolutions end in convolution_overrideable, which has no meta kernel to
 // give result types. Claiming them for tpu runs each as one graph through
-// its rule. The hottest structured ops are claimed too: their inherited
+// its rule; native_group_norm decomposes through view(), which refuses the
+// strided layouts (channels-last with a size-1 batch) its CPU kernel
+// accepts. The hottest structured ops are claimed too: their inherited
 // functional and in-place forms run PyTorch's meta and output allocation,
 // then call the out= form, about a microsecond per op before our kernel.
 bool claimed(const std::string& name) {
@@ -814,7 +816,8 @@ bool claimed(const std::string& name) {
       "aten::add_.Tensor", "aten::sub_.Tensor", "aten::mul_.Tensor", "aten::div_.Tensor",
       "aten::addmm",       "aten::mm",          "aten::bmm"};
   return name.compare(0, kForeach.size(), kForeach) == 0 ||
-         name == "aten::native_layer_norm" || name == "aten::convolution" ||
+         name == "aten::native_layer_norm" || name == "aten::native_group_norm" ||
+         name == "aten::convolution" ||
          name == "aten::_convolution" || name == "aten::convolution_backward" ||
          kHot.count(name) > 0;
 }

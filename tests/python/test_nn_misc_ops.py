@@ -187,3 +187,32 @@ def test_eval_batch_norm_saves_no_statistics_as_on_cpu(op, dtype):
         assert (g.shape, g.dtype) == (w.shape, w.dtype)
     torch.testing.assert_close(got[0].cpu(), want[0], rtol=1e-2 if dtype == torch.bfloat16
                                else 1e-5, atol=1e-2 if dtype == torch.bfloat16 else 1e-5)
+
+
+# Layouts the CPU's group norm accepts: channels-last with a size-1 batch
+# whose stride is unusual (Diffusers' attention blocks make one), plain
+# channels-last, a transposed view and a slice.
+GROUP_NORM_LAYOUTS = {
+    "channels_last_batch1": ((1, 64, 8, 8), lambda t: torch.empty_strided(
+        t.shape, (4096, 1, 512, 64), device=t.device).copy_(t)),
+    "channels_last": ((2, 6, 5, 4), lambda t: t.contiguous(memory_format=torch.channels_last)),
+    "transposed": ((2, 6, 5, 4), lambda t: t.transpose(2, 3).contiguous().transpose(2, 3)),
+    "sliced": ((2, 6, 5, 4), lambda t: torch.cat([t, t], 3)[..., 1:5]),
+}
+
+
+@pytest.mark.parametrize("layout", list(GROUP_NORM_LAYOUTS))
+def test_group_norm_accepts_the_cpus_layouts(layout):
+    shape, relayout = GROUP_NORM_LAYOUTS[layout]
+    torch.manual_seed(0)
+    x = torch.randn(shape)
+    w, b, g = torch.randn(shape[1]), torch.randn(shape[1]), torch.randn(shape)
+    results = []
+    for device in ("cpu", "tpu"):
+        xd = relayout(x.to(device)).detach().requires_grad_()
+        wd, bd = (t.detach().to(device).requires_grad_() for t in (w, b))
+        out = F.group_norm(xd, 2, wd, bd)
+        out.backward(g.to(device))
+        results.append([t.detach().cpu() for t in (out, xd.grad, wd.grad, bd.grad)])
+    for got, want in zip(results[1], results[0]):
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
