@@ -253,8 +253,38 @@ def _grads(op, sample, outputs):
     return torch.autograd.grad(outs, ins, cots, allow_unused=True)
 
 
-def run_op(op, dtypes, max_samples, backward, verbose=False):
-    """Returns {dtype name: {status, samples, reason}} (+ "backward")."""
+def _relayout(t, layout):
+    """|t|'s values in another memory layout (a new tensor, or |t| where the
+    layout does not apply to its rank)."""
+    import torch
+    if t.layout != torch.strided or t.numel() == 0:
+        return t
+    wants_grad = t.requires_grad
+    t = t.detach()
+    if layout == "transposed" and t.ndim >= 2:  # column-major in the last two dims
+        out = t.transpose(-1, -2).contiguous().transpose(-1, -2)
+    elif layout == "channels_last" and t.ndim == 4:
+        out = t.contiguous(memory_format=torch.channels_last)
+    elif layout == "sliced" and t.ndim >= 1:  # every other element of a larger tensor
+        out = torch.stack([t, t], -1).select(-1, 1)
+    elif layout == "size1_strides" and 1 in t.shape:
+        # Size-1 dims may have any stride (PyTorch ignores it): give them odd
+        # ones, over a contiguous copy.
+        c = t.contiguous()
+        strides = [97 if n == 1 else s for n, s in zip(c.shape, c.stride())]
+        out = c.as_strided(c.shape, strides)
+    else:
+        return t.requires_grad_(wants_grad)
+    return out.clone(memory_format=torch.preserve_format).requires_grad_(wants_grad) \
+        if layout != "size1_strides" else out.requires_grad_(wants_grad)
+
+
+LAYOUTS = ("transposed", "channels_last", "sliced", "size1_strides")
+
+
+def run_op(op, dtypes, max_samples, backward, verbose=False, layouts=()):
+    """Returns {dtype name: {status, samples, reason}} (+ "backward", and a
+    "float32 <layout>" column per layout)."""
     import torch
     result = {}
     supported = op.supported_dtypes("cpu")
@@ -266,10 +296,13 @@ def run_op(op, dtypes, max_samples, backward, verbose=False):
         result[dtype_name] = _run_samples(op, dtype, dtype_name, max_samples, False, verbose)
     if backward and op.supports_autograd and torch.float32 in op.supported_backward_dtypes("cpu"):
         result["backward"] = _run_samples(op, torch.float32, "float32", max_samples, True, verbose)
+    for layout in layouts if torch.float32 in supported else ():
+        result[f"float32 {layout}"] = _run_samples(op, torch.float32, "float32", max_samples,
+                                                   False, verbose, layout)
     return result
 
 
-def _run_samples(op, dtype, dtype_name, max_samples, backward, verbose):
+def _run_samples(op, dtype, dtype_name, max_samples, backward, verbose, layout=None):
     import torch
     counts = collections.Counter()
     reason = ""
@@ -278,6 +311,11 @@ def _run_samples(op, dtype, dtype_name, max_samples, backward, verbose):
         samples = list(op.sample_inputs("cpu", dtype, requires_grad=backward))[:max_samples]
     except Exception as e:  # the OpInfo itself cannot build samples
         return {"status": "skip", "reason": f"sample_inputs failed: {type(e).__name__}"}
+    if layout:
+        # The same values in another layout, on both sides: tpu must accept
+        # every layout the CPU kernel accepts.
+        samples = [s.transform(lambda t: _relayout(t, layout) if isinstance(t, torch.Tensor)
+                               else t) for s in samples]
     for i, sample in enumerate(samples):
         torch.manual_seed(0)
         try:
@@ -375,7 +413,7 @@ def _worker(args):
                 continue
             out.write(json.dumps({"begin": idx}) + "\n")
             out.flush()
-            r = run_op(op, args.dtypes, args.samples, args.backward, args.verbose)
+            r = run_op(op, args.dtypes, args.samples, args.backward, args.verbose, args.layouts)
             out.write(json.dumps({"done": idx, "op": _key(op), "result": r}) + "\n")
             out.flush()
 
@@ -399,6 +437,8 @@ def _drive(args):
             cmd.append("--no-backward")
         if args.ops:
             cmd += ["--ops", ",".join(args.ops)]
+        if args.layouts:
+            cmd += ["--layouts", ",".join(args.layouts)]
         if args.verbose:
             cmd.append("-v")
         return cmd
@@ -421,10 +461,14 @@ def _totals(results, column):
     return c, counted
 
 
-def report(results, dtypes, backward):
+def _columns(args):
+    return list(args.dtypes) + (["backward"] if args.backward else []) + \
+        [f"float32 {layout}" for layout in args.layouts]
+
+
+def report(results, columns):
     lines = ["| column | ops counted | pass | mismatch | unsupported | error | pass rate |",
              "|---|---|---|---|---|---|---|"]
-    columns = list(dtypes) + (["backward"] if backward else [])
     for col in columns:
         c, counted = _totals(results, col)
         rate = 100.0 * c["pass"] / counted if counted else 0.0
@@ -494,6 +538,9 @@ def main(argv=None):
     ap.add_argument("--samples", type=int, default=8, help="max samples per op and dtype")
     ap.add_argument("--no-backward", dest="backward", action="store_false",
                     help="skip the float32 gradient comparison")
+    ap.add_argument("--layouts", default="",
+                    help="also run float32 forward with inputs in these memory layouts "
+                         f"(comma-separated, or 'all': {','.join(LAYOUTS)})")
     ap.add_argument("--fast", action="store_true", help="the CI slice")
     ap.add_argument("--json", default="coverage.json")
     ap.add_argument("--markdown", default="", help="write the report here")
@@ -509,6 +556,11 @@ def main(argv=None):
     args = ap.parse_args(argv)
     args.dtypes = [d for d in args.dtypes.split(",") if d]
     args.ops = set(o for o in args.ops.split(",") if o)
+    args.layouts = list(LAYOUTS) if args.layouts == "all" else \
+        [la for la in args.layouts.split(",") if la]
+    unknown = set(args.layouts) - set(LAYOUTS)
+    if unknown:
+        ap.error(f"unknown layouts {sorted(unknown)}; known: {', '.join(LAYOUTS)}")
     if args.fast:
         args.ops = set(FAST_OPS)
         args.samples = min(args.samples, 4)
@@ -524,8 +576,8 @@ def main(argv=None):
         return 0 if not missing else 1
     t0 = time.time()
     results = _drive(args)
-    columns = args.dtypes + (["backward"] if args.backward else [])
-    summary = report(results, args.dtypes, args.backward)
+    columns = _columns(args)
+    summary = report(results, columns)
     print(summary)
     print(f"({len(results)} OpInfo entries, {time.time() - t0:.0f} s)")
     if args.markdown:
