@@ -275,8 +275,7 @@ def _relayout(t, layout):
         out = c.as_strided(c.shape, strides)
     else:
         return t.requires_grad_(wants_grad)
-    return out.clone(memory_format=torch.preserve_format).requires_grad_(wants_grad) \
-        if layout != "size1_strides" else out.requires_grad_(wants_grad)
+    return out.requires_grad_(wants_grad)
 
 
 LAYOUTS = ("transposed", "channels_last", "sliced", "size1_strides")
