@@ -163,9 +163,14 @@ def test_optimizer_scalars_do_not_grow_the_meta_cache():
 
 
 SOAK = r"""
-import gc, json, os, sys, torch
+import ctypes, gc, json, os, sys, torch
 sys.path.insert(0, {bench!r})
 from models import TinyGPT, gpt_batch, gpt_loss
+class MallInfo2(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_size_t) for n in
+                "arena ordblks smblks hblks hblkhd usmblks fsmblks uordblks fordblks keepcost".split()]
+libc = ctypes.CDLL("libc.so.6")
+libc.mallinfo2.restype = MallInfo2
 def rss():
     with open(f"/proc/{{os.getpid()}}/statm") as f:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
@@ -185,24 +190,39 @@ for step in range(1, {steps} + 1):
     loss.item()
     if step in (500, {steps}):
         torch.tpu.synchronize(); gc.collect()
-        out[step] = (torch.tpu.memory_allocated(), rss())
+        m = libc.mallinfo2()
+        out[step] = dict(device=torch.tpu.memory_allocated(), rss=rss(),
+                         heap_in_use=m.uordblks + m.hblkhd, heap_kept=m.fordblks)
 print("RESULT " + json.dumps(out))
 """
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(not os.path.exists("/proc/self/statm") or
+                    not hasattr(__import__("ctypes").CDLL("libc.so.6"), "mallinfo2"),
+                    reason="needs Linux with glibc 2.33+ (statm, mallinfo2)")
 def test_gpt_adamw_soak_keeps_host_memory_flat():
     """A 2-layer GPT trained with AdamW in strict eager for 10,000 steps
-    (TORCH_TPU_SOAK_STEPS to change): device memory equal and host RSS
-    within 5 MiB between step 500 and the end."""
+    (TORCH_TPU_SOAK_STEPS to change), between step 500 and the end: device
+    memory equal; host memory in use (every live malloc block: ours, the
+    plugin's, PyTorch's, Python's) within 5 MiB; RSS growth no more than
+    that plus what glibc keeps freed. The CPU plugin's device buffers are
+    heap blocks that glibc is told to keep for reuse, as a device caching
+    allocator keeps freed blocks (runtime/pjrt/client.c,
+    keep_freed_host_memory); the kept part follows the high-water mark of
+    buffers in flight, which a rare timing raises by a few MiB, and
+    torch.tpu.empty_cache() returns it."""
     steps = int(os.environ.get("TORCH_TPU_SOAK_STEPS", "10000"))
     bench = os.path.join(os.path.dirname(__file__), "..", "..", "bench")
     r = subprocess.run([sys.executable, "-c", SOAK.format(bench=bench, steps=steps)],
                        capture_output=True, text=True, timeout=7200)
     assert r.returncode == 0, r.stderr[-3000:]
     out = json.loads([ln for ln in r.stdout.splitlines() if ln.startswith("RESULT ")][0][7:])
-    (dev0, rss0), (dev1, rss1) = out["500"], out[str(steps)]
-    print(f"\n{steps} steps: memory_allocated {dev0} -> {dev1} B; RSS {rss0 / 2**20:.1f} -> "
-          f"{rss1 / 2**20:.1f} MiB")
-    assert dev1 == dev0, out
-    assert rss1 - rss0 < 5 * 2**20, out
+    a, b = out["500"], out[str(steps)]
+    mib = {k: (a[k] / 2**20, b[k] / 2**20) for k in a}
+    print(f"\n{steps} steps, step 500 -> end (MiB): " +
+          ", ".join(f"{k} {x:.1f} -> {y:.1f}" for k, (x, y) in mib.items()))
+    assert b["device"] == a["device"], out
+    assert b["heap_in_use"] - a["heap_in_use"] < 5 * 2**20, out
+    kept_growth = max(0, b["heap_kept"] - a["heap_kept"])
+    assert b["rss"] - a["rss"] < 5 * 2**20 + kept_growth, out
