@@ -13,12 +13,14 @@
 #include <deque>
 #include <map>
 #include <set>
+#include <sstream>
 #include <memory>
 #include <unordered_map>
 #include <mutex>
 #include <string>
 #include <vector>
 
+#include "aten/ArgChecks.h"
 #include "aten/ArgConvert.h"
 #include "aten/Dispatch.h"
 #include "aten/FastMeta.h"
@@ -100,6 +102,7 @@ struct OpInfo {
   bool batch_norm = false;        // writes_unmarked applies
   int indices = -1;               // the "indices" argument, if any
   std::vector<char> writes;       // per argument
+  const ArgChecks* checks = nullptr;  // the CPU kernel's argument checks
 };
 
 const OpInfo& op_info(const c10::OperatorHandle& op) {
@@ -124,6 +127,7 @@ const OpInfo& op_info(const c10::OperatorHandle& op) {
       info.is_out_fn |= a.is_out();
       info.writes.push_back(writes(a));
     }
+    info.checks = find_arg_checks(op, info.name);
   }
   if (!info.has_meta)
     info.has_meta = op.hasKernelForDispatchKey(c10::DispatchKey::Meta) ||
@@ -387,14 +391,33 @@ bool put_ivalue(std::string& k, const c10::IValue& v) {
 // (about a second). Its result metadata is simple: the output has the
 // input's shape; mean and rstd keep the leading dims with the normalized
 // ones set to 1, in float32 for half-precision inputs (as PyTorch's meta).
+// The argument checks are the CPU kernel's (the Python meta skips some).
 std::shared_ptr<const MetaResult> layer_norm_meta(const torch::jit::Stack& args) {
-  if (args.size() < 2 || !args[0].isTensor() || !args[1].isIntList()) return nullptr;
+  if (args.size() < 4 || !args[0].isTensor() || !args[1].isIntList()) return nullptr;
   const at::Tensor& in = args[0].toTensor();
   auto normalized = args[1].toIntVector();
+  TORCH_CHECK(!normalized.empty(), "native_layer_norm: Expected normalized_shape to be at least "
+              "1-dimensional, i.e., containing at least one element, but got normalized_shape = ",
+              normalized);
+  for (size_t k : {size_t{2}, size_t{3}}) {
+    if (!args[k].isTensor() || !args[k].toTensor().defined()) continue;
+    const at::Tensor& w = args[k].toTensor();
+    const char* what = k == 2 ? "weight" : "bias";
+    TORCH_CHECK(w.sizes().equals(normalized), "native_layer_norm: Expected ", what,
+                " to be of same shape as normalized_shape, but got ", what, " of shape ",
+                w.sizes(), " and normalized_shape = ", normalized);
+  }
   int64_t axis = in.dim() - static_cast<int64_t>(normalized.size());
-  if (axis < 0) return nullptr;  // let PyTorch's meta raise its error
-  for (size_t i = 0; i < normalized.size(); i++)
-    if (in.size(axis + static_cast<int64_t>(i)) != normalized[i]) return nullptr;
+  bool fits = axis >= 0;
+  for (size_t i = 0; fits && i < normalized.size(); i++)
+    fits = in.size(axis + static_cast<int64_t>(i)) == normalized[i];
+  if (!fits) {
+    std::ostringstream want;
+    for (int64_t n : normalized) want << ", " << n;
+    TORCH_CHECK(false, "native_layer_norm: Given normalized_shape=", normalized,
+                ", expected input with shape [*", want.str(), "], but got input of size",
+                in.sizes());
+  }
   std::vector<int64_t> stat = in.sizes().vec();
   for (int64_t i = axis; i < in.dim(); i++) stat[i] = 1;
   auto st = in.scalar_type();
@@ -524,73 +547,6 @@ at::Tensor fresh_like_meta(const at::Tensor& m, c10::Device device) {
   return empty_strided_tpu(m.sizes(), m.strides(), m.scalar_type(), device);
 }
 
-// -- debug-mode bounds checks ---------------------------------------------
-//
-// XLA clamps out-of-range gather indices and drops out-of-range scatter
-// updates; PyTorch raises. Checking costs a device round trip, so strict
-// eager documents the XLA behaviour and debug eager
-// (TORCH_TPU_LAUNCH_BLOCKING=1) checks every index argument here.
-
-struct IndexedOp {
-  const char* base;  // overload name up to the '.'
-  int data;          // argument holding the indexed tensor
-  int dim;           // argument holding the dim; -1: dim 0; -2: one index per dim
-  int index;         // argument holding the index tensor (or list)
-  bool negative_ok;  // Python-style negative indices allowed
-};
-
-const IndexedOp kIndexedOps[] = {
-    {"aten::index_select", 0, 1, 2, false}, {"aten::gather", 0, 1, 2, false},
-    {"aten::scatter", 0, 1, 2, false},      {"aten::scatter_", 0, 1, 2, false},
-    {"aten::scatter_add", 0, 1, 2, false},  {"aten::scatter_add_", 0, 1, 2, false},
-    {"aten::scatter_reduce", 0, 1, 2, false}, {"aten::scatter_reduce_", 0, 1, 2, false},
-    {"aten::index_add", 0, 1, 2, false},    {"aten::index_add_", 0, 1, 2, false},
-    {"aten::index_copy", 0, 1, 2, false},   {"aten::index_copy_", 0, 1, 2, false},
-    {"aten::index_fill", 0, 1, 2, false},   {"aten::index_fill_", 0, 1, 2, false},
-    {"aten::embedding", 0, -1, 1, false},   {"aten::index", 0, -2, 1, true},
-    {"aten::index_put", 0, -2, 1, true},    {"aten::index_put_", 0, -2, 1, true},
-    {"aten::_index_put_impl_", 0, -2, 1, true}, {"aten::_unsafe_index", 0, -2, 1, true},
-};
-
-void check_index(const std::string& name, const at::Tensor& index,
-                 int64_t size, int64_t dim, bool negative_ok) {
-  if (!index.defined() || index.numel() == 0 || index.scalar_type() == at::kBool ||
-      index.scalar_type() == at::kByte)
-    return;
-  int64_t lo = index.min().item<int64_t>();
-  int64_t hi = index.max().item<int64_t>();
-  int64_t bad = hi >= size ? hi : (lo < (negative_ok ? -size : 0) ? lo : 0);
-  TORCH_CHECK_INDEX(hi < size && lo >= (negative_ok ? -size : 0), name, ": index ",
-                    bad, " is out of bounds for dimension ", dim, " with size ", size);
-}
-
-void check_index_bounds(const std::string& name, const torch::jit::Stack& args) {
-  std::string base = name.substr(0, name.find('.'));
-  for (const auto& e : kIndexedOps) {
-    if (base != e.base) continue;
-    if (static_cast<size_t>(std::max(e.data, e.index)) >= args.size() ||
-        !args[e.data].isTensor())
-      return;
-    const at::Tensor& data = args[e.data].toTensor();
-    if (e.dim == -2) {  // one index tensor per leading dim
-      if (!args[e.index].isList()) return;
-      int64_t d = 0;
-      for (const auto& v : args[e.index].toListRef()) {
-        if (v.isTensor() && d < data.dim())
-          check_index(name, v.toTensor(), data.size(d), d, e.negative_ok);
-        d++;
-      }
-      return;
-    }
-    int64_t dim = e.dim == -1 ? 0 : args[e.dim].toInt();
-    if (dim < 0) dim += std::max<int64_t>(data.dim(), 1);
-    int64_t size = data.dim() == 0 ? 1 : data.size(dim);
-    if (args[e.index].isTensor())
-      check_index(name, args[e.index].toTensor(), size, dim, e.negative_ok);
-    return;
-  }
-}
-
 // Runs an op that has a lowering rule. Returns false when it cannot
 // (no meta kernel), so the caller may fall back.
 bool run_native(const c10::OperatorHandle& op, torch::jit::Stack* stack,
@@ -600,11 +556,12 @@ bool run_native(const c10::OperatorHandle& op, torch::jit::Stack* stack,
   const size_t nargs = schema.arguments().size();
   torch::jit::Stack args(stack->end() - nargs, stack->end());
   c10::Device device = find_device(args);
-  if (tpr_eager_launch_blocking()) check_index_bounds(name, args);
 
-  // 1. Result metadata from PyTorch's meta kernel.
+  // 1. Result metadata from PyTorch's meta kernel (which checks shapes and
+  // dtypes before any check of the data, as the CPU kernels do).
   if (!info.has_meta) return false;
   std::shared_ptr<const MetaResult> mr = meta_result(op, args, nargs);
+  if (tpr_eager_launch_blocking()) check_argument_data(name, args);
   const torch::jit::Stack& meta = mr->returns;
   const torch::jit::Stack& meta_args = mr->args;
 
@@ -655,11 +612,14 @@ bool run_native(const c10::OperatorHandle& op, torch::jit::Stack* stack,
         if (real.strides() != m.strides())
           real.as_strided_(m.sizes(), m.strides(), real.storage_offset());
       }
+      check_writable(name, real);
       add_out(st, real, name.c_str());
     } else if (v.isTensorList()) {
       for (const auto& t : v.toTensorVector()) add_out(st, t, name.c_str());
     }
   }
+
+  if (info.checks) run_arg_checks(*info.checks, schema, name, args, /*resized=*/true);
 
   // 3. Arguments in schema order, out= stripped.
   EagerSink sink(st, name.c_str(), device);
@@ -768,6 +728,7 @@ void tpu_fallback(const c10::OperatorHandle& op, c10::DispatchKeySet,
                   torch::jit::Stack* stack) {
   const OpInfo& info = op_info(op);
   const std::string& name = info.name;
+  if (info.checks) run_arg_checks(*info.checks, op.schema(), name, *stack, /*resized=*/false);
   expand_bool_indices(op, info, stack);
   if (info.has_rule) {
     try {

@@ -3,6 +3,7 @@
 // meta kernel to learn result types; without one these ops would always run
 // on the CPU. cummax/cummin resize their outputs before calling the helper,
 // so the helper's meta kernel has nothing to do.
+#include <ATen/WrapDimUtils.h>
 #include <ATen/ops/empty_like.h>
 #include <torch/library.h>
 
@@ -12,7 +13,8 @@ namespace {
 void cummaxmin_helper_meta(const at::Tensor&, at::Tensor&, at::Tensor&,
                            int64_t) {}
 
-at::Tensor logcumsumexp_meta(const at::Tensor& self, int64_t) {
+at::Tensor logcumsumexp_meta(const at::Tensor& self, int64_t dim) {
+  (void)at::maybe_wrap_dim(dim, self.dim());  // IndexError for a bad dim, as on the CPU
   return at::empty_like(self, at::MemoryFormat::Contiguous);
 }
 

@@ -74,6 +74,27 @@ double max_of(at::ScalarType t) {
     default: return std::numeric_limits<double>::max();
   }
 }
+// multinomial's argument checks, in the CPU's order and words (PyTorch's
+// Python meta kernel makes few of them); the samples are int64, one row of
+// |n| per distribution. With |out|, it is resized to them.
+at::Tensor multinomial_meta(const at::Tensor& self, int64_t n, bool replacement,
+                            at::Tensor* out) {
+  TORCH_CHECK(self.dim() > 0 && self.dim() <= 2, "prob_dist must be 1 or 2 dim");
+  TORCH_CHECK(floating(self), "multinomial only supports floating-point dtypes for input, got: ",
+              self.scalar_type());
+  TORCH_CHECK(!out || out->scalar_type() == at::kLong,
+              "multinomial expects Long tensor out, got: ", out->scalar_type());
+  TORCH_CHECK(n > 0, "cannot sample n_sample <= 0 samples");
+  TORCH_CHECK(replacement || n <= self.size(-1),
+              "cannot sample n_sample > prob_dist.size(-1) samples without replacement");
+  // Category indices are drawn through float32, exact up to 2^24.
+  TORCH_CHECK(self.size(-1) <= (int64_t{1} << 24), "number of categories cannot exceed 2^24");
+  std::vector<int64_t> shape = self.sizes().vec();
+  shape.back() = n;
+  if (!out) return at::empty(shape, self.options().dtype(at::kLong));
+  out->resize_(shape);
+  return *out;
+}
 std::optional<at::Tensor> OptT(const Stack& a, size_t i) {
   return a[i].isNone() ? std::nullopt : std::optional<at::Tensor>(a[i].toTensor());
 }
@@ -257,16 +278,10 @@ std::unordered_map<std::string, Fn> make_table() {
          return {a[2]};
        }},
       {"aten::multinomial", [](Stack& a) -> Stack {
-         const auto& self = T(a, 0);
-         int64_t n = a[1].toInt();
-         if (!floating(self)) return {};
-         TORCH_CHECK(self.dim() > 0 && self.dim() <= 2, "prob_dist must be 1 or 2 dim");
-         TORCH_CHECK(n > 0, "cannot sample n_sample <= 0 samples");
-         TORCH_CHECK(a[2].toBool() || n <= self.size(-1),
-                     "cannot sample n_sample > prob_dist.size(-1) samples without replacement");
-         std::vector<int64_t> shape = self.sizes().vec();
-         shape.back() = n;
-         return {at::empty(shape, self.options().dtype(at::kLong))};
+         return {multinomial_meta(T(a, 0), a[1].toInt(), a[2].toBool(), nullptr)};
+       }},
+      {"aten::multinomial.out", [](Stack& a) -> Stack {
+         return {multinomial_meta(T(a, 0), a[1].toInt(), a[2].toBool(), &M(a, 4))};
        }},
       // In-place fills keep self's metadata; the mask must broadcast to self
       // (otherwise PyTorch's meta kernel raises its error).

@@ -20,6 +20,7 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
+#include "aten/ArgChecks.h"
 #include "aten/Dispatch.h"
 #include "aten/TensorRef.h"
 #include "core/TpuStatus.h"
@@ -228,6 +229,10 @@ at::Tensor masked_select_sync(const at::Tensor& self, const at::Tensor& mask) {
 
 at::Tensor& masked_select_out(const at::Tensor& self, const at::Tensor& mask,
                               at::Tensor& out) {
+  // The CPU's checks: out shares memory with neither argument.
+  check_writable("aten::masked_select.out", out);
+  check_no_overlap("aten::masked_select.out", out, "self", self, false);
+  check_no_overlap("aten::masked_select.out", out, "mask", mask, false);
   at::Tensor r = masked_select_sync(self, mask);
   at::native::resize_output(out, r.sizes());
   return out.copy_(r);

@@ -14,6 +14,25 @@ import sys
 SECTIONS = ("--errors", "--modules", "--optims")
 
 
+def section_parser(prog, description, json_default):
+    """An argument parser with the options every section takes: --ops,
+    --fast, --json, --markdown, --timeout, -v, and the hidden ones its
+    worker subprocesses get (--worker, --start, --end, --result)."""
+    import argparse
+    ap = argparse.ArgumentParser(prog=prog, description=description)
+    ap.add_argument("--ops", default="", help="comma-separated OpInfo names")
+    ap.add_argument("--fast", action="store_true", help="the CI slice")
+    ap.add_argument("--json", default=json_default)
+    ap.add_argument("--markdown", default="", help="write the report here")
+    ap.add_argument("--timeout", type=int, default=180, help="seconds without progress = hung")
+    ap.add_argument("-v", "--verbose", action="store_true")
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--start", type=int, default=0, help=argparse.SUPPRESS)
+    ap.add_argument("--end", type=int, default=0, help=argparse.SUPPRESS)
+    ap.add_argument("--result", default="", help=argparse.SUPPRESS)
+    return ap
+
+
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     section = next((a for a in argv if a in SECTIONS), None)

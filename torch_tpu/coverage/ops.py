@@ -36,7 +36,6 @@ rounded terms. float16 1e-3 for the same reasons. Integers and bools: exact.
 Workers run in subprocesses; a crash or a hang (no progress for --timeout
 seconds) marks that op ``error`` and the run continues with the next op.
 """
-import argparse
 import collections
 import json
 import os
@@ -99,18 +98,34 @@ def _flatten(x, out):
 
 def _to_tpu(sample, requires_grad=False, op_name=""):
     import torch
+    storages = {}  # CPU storage -> its tpu copy, shared by the tensors that share it
+    tensors = {}   # id of a CPU tensor -> its tpu twin: a tensor passed twice stays one
 
     def move(t):
+        if id(t) not in tensors:
+            tensors[id(t)] = move_new(t)
+        return tensors[id(t)]
+
+    def move_new(t):
+        if t.device.type != "cpu":
+            return t  # a sample on another device on purpose (meta): it stays there
         if t.layout != torch.strided:
             raise NotImplementedError(f"{t.layout} tensors are not supported on tpu "
                                       "(dense strided layout only)")
         # Same storage layout as on the CPU (offset, strides, the rest of the
-        # storage), so samples that look through views mean the same thing.
+        # storage), so samples that look through views mean the same thing,
+        # and tensors sharing a storage share it on tpu too (an out= that
+        # overlaps an input must still overlap it).
         wants_grad = t.requires_grad
         t = t.detach()
         n = t.untyped_storage().nbytes() // max(t.element_size(), 1)
-        whole = torch.empty(0, dtype=t.dtype).set_(t.untyped_storage(), 0, (n,), (1,))
-        d = whole.to("tpu").as_strided(t.shape, t.stride(), t.storage_offset()).detach()
+        key = (t.untyped_storage().data_ptr(), t.dtype)
+        whole = storages.get(key) if n else None
+        if whole is None:
+            whole = torch.empty(0, dtype=t.dtype).set_(t.untyped_storage(), 0, (n,), (1,)).to("tpu")
+            if n:
+                storages[key] = whole
+        d = whole.as_strided(t.shape, t.stride(), t.storage_offset()).detach()
         if requires_grad and wants_grad:
             d.requires_grad_()
         return d
@@ -531,27 +546,18 @@ def core_report():
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    from . import section_parser
+    ap = section_parser(None, __doc__.splitlines()[0], "coverage.json")
     ap.add_argument("--dtypes", default="float32,bfloat16")
-    ap.add_argument("--ops", default="", help="comma-separated OpInfo names")
     ap.add_argument("--samples", type=int, default=8, help="max samples per op and dtype")
     ap.add_argument("--no-backward", dest="backward", action="store_false",
                     help="skip the float32 gradient comparison")
     ap.add_argument("--layouts", default="",
                     help="also run float32 forward with inputs in these memory layouts "
                          f"(comma-separated, or 'all': {','.join(LAYOUTS)})")
-    ap.add_argument("--fast", action="store_true", help="the CI slice")
-    ap.add_argument("--json", default="coverage.json")
-    ap.add_argument("--markdown", default="", help="write the report here")
-    ap.add_argument("--timeout", type=int, default=180, help="seconds without progress = hung")
     ap.add_argument("--core", action="store_true", help="list torch.Tag.core ops without a rule")
     ap.add_argument("--min-pass", type=float, default=0.0,
                     help="exit 1 if a column's pass rate (%%) is below this")
-    ap.add_argument("-v", "--verbose", action="store_true")
-    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
-    ap.add_argument("--start", type=int, default=0, help=argparse.SUPPRESS)
-    ap.add_argument("--end", type=int, default=0, help=argparse.SUPPRESS)
-    ap.add_argument("--result", default="", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     args.dtypes = [d for d in args.dtypes.split(",") if d]
     args.ops = set(o for o in args.ops.split(",") if o)

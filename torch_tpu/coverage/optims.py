@@ -34,7 +34,6 @@ elementwise operations and a few reductions (the loss, LBFGS's dot products,
 Adafactor's row means, Muon's Newton-Schulz matmuls); XLA fuses and
 reassociates them, so results drift by a few ulp per step from the CPU's.
 """
-import argparse
 import collections
 import json
 import os
@@ -394,21 +393,14 @@ def details(results):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python -m torch_tpu.coverage --optims",
-                                 description=__doc__.splitlines()[0])
-    ap.add_argument("--fast", action="store_true", help="the CI slice")
+    from . import section_parser
+    ap = section_parser("python -m torch_tpu.coverage --optims", __doc__.splitlines()[0],
+                        "coverage_optims.json")
     ap.add_argument("--names", default="", help="comma-separated optimizer classes")
     ap.add_argument("--steps", type=int, default=STEPS)
-    ap.add_argument("--json", default="coverage_optims.json")
-    ap.add_argument("--markdown", default="", help="write the report here")
-    ap.add_argument("--timeout", type=int, default=300, help="seconds without progress = hung")
     ap.add_argument("--min-pass", type=float, default=0.0,
                     help="exit 1 if the pass rate (%%) of counted configurations is below this")
-    ap.add_argument("-v", "--verbose", action="store_true")
-    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
-    ap.add_argument("--start", type=int, default=0, help=argparse.SUPPRESS)
-    ap.add_argument("--end", type=int, default=0, help=argparse.SUPPRESS)
-    ap.add_argument("--result", default="", help=argparse.SUPPRESS)
+    ap.set_defaults(timeout=300)
     args = ap.parse_args(argv)
     args.names = tuple(n for n in args.names.split(",") if n)
     if args.worker:

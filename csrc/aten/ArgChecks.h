@@ -1,0 +1,45 @@
+// Argument checks that PyTorch's CPU kernels make and that tpu would
+// otherwise skip. tpu learns result types from PyTorch's meta kernels, run on
+// meta twins that share no storage (and meta data pointers carry no
+// offsets), so no check that compares arguments' memory fires there; and
+// some CPU kernels check arguments in code that no meta kernel shares.
+// These checks read metadata and Python scalars only and run before any
+// device work; debug eager adds the ones that read tensor data.
+#pragma once
+
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/stack.h>
+
+#include <string>
+
+namespace torch_tpu {
+
+struct ArgChecks;  // what applies to one op overload
+
+// The checks for |op| (named |name|, "aten::cat.out"); nullptr when none
+// apply. Looked up once per schema.
+const ArgChecks* find_arg_checks(const c10::OperatorHandle& op, const std::string& name);
+
+// Runs |checks| on a call's arguments (the last |schema.arguments().size()|
+// entries of |stack|); throws PyTorch's exception for a bad call. Some of
+// them apply before out= arguments are resized to the result's shape, the
+// others (|resized|) after, as in the CPU kernels.
+void run_arg_checks(const ArgChecks& checks, const c10::FunctionSchema& schema,
+                    const std::string& name, const torch::jit::Stack& stack, bool resized);
+
+// A tensor an op writes must not have elements that share memory
+// (expanded views): PyTorch refuses most such writes and tpu cannot make
+// any of them.
+void check_writable(const std::string& name, const at::Tensor& t);
+
+// The written tensor |out| must not share memory with input |in| (named
+// |what| in the message): no overlap at all, or with |partial_only| no
+// partial overlap (the same elements in the same layout are allowed).
+void check_no_overlap(const std::string& name, const at::Tensor& out, const char* what,
+                      const at::Tensor& in, bool partial_only);
+
+// Debug eager only: the checks that read tensor data (index bounds,
+// probability values, tensor fill values), each a device round trip.
+void check_argument_data(const std::string& name, const torch::jit::Stack& args);
+
+}  // namespace torch_tpu
