@@ -133,9 +133,15 @@ static struct scalar_entry* scalar_entry(int device, tpr_dtype_t dtype,
                                           const void* value, uint64_t bits[2]) {
   bits[0] = bits[1] = 0;
   memcpy(bits, value, tpr_dtype_size(dtype) <= 16 ? tpr_dtype_size(dtype) : 16);
-  uint64_t h = (bits[0] * 0x9E3779B97F4A7C15ull) ^ bits[1] ^
-               ((uint64_t)dtype << 32) ^ (uint64_t)device;
-  return &scalar_cache[(h >> 40) % SCALAR_CACHE_SIZE];
+  // A full 64-bit mix (splitmix64's finalizer): the common scalars are
+  // doubles like 1.0, 2.0 and 0.5 whose bits differ only at the top, and a
+  // multiplicative hash sends them all to one slot.
+  uint64_t h = bits[0] ^ (bits[1] * 0x9E3779B97F4A7C15ull) ^
+               ((uint64_t)dtype << 48) ^ ((uint64_t)(uint32_t)device << 56);
+  h = (h ^ (h >> 30)) * 0xBF58476D1CE4E5B9ull;
+  h = (h ^ (h >> 27)) * 0x94D049BB133111EBull;
+  h ^= h >> 31;
+  return &scalar_cache[h % SCALAR_CACHE_SIZE];
 }
 
 tpr_buffer_t* tpr_scalar_buffer_peek(int device, tpr_dtype_t dtype,

@@ -303,29 +303,37 @@ tpr_status_t tpr_replay_run(const tpr_eager_call_t* call, uint64_t hash,
   tpr_buffer_t* local_params[kLocal];
   tpr_buffer_t* local_results[kLocal];
   if (p->num_params > kLocal || p->num_results > kLocal) return tpr_ok_status();
-  for (int i = 0; i < p->num_params; i++) {
+  // Scalar buffers are held for the call: fetching the next scalar may
+  // evict an earlier one from the scalar cache, which releases it.
+  tpr_buffer_t* held[kLocal];
+  int num_held = 0;
+  tpr_status_t st = tpr_ok_status();
+  bool complete = true;
+  for (int i = 0; i < p->num_params && complete && tpr_status_is_ok(st); i++) {
     const param_src_t* s = &p->params[i];
     const tpr_eager_arg_t* ea = &call->args[s->index];
-    tpr_buffer_t* b;
+    tpr_buffer_t* b = NULL;
     switch (s->kind) {
       case SRC_STORAGE:
         b = windows[s->index]->storage->buffer;
         break;
       case SRC_SCALAR:
-        TPR_RETURN_IF_ERROR(
-            tpr_scalar_buffer(call->device, ea->scalar_dtype, &ea->scalar, &b));
+        st = tpr_scalar_buffer(call->device, ea->scalar_dtype, &ea->scalar, &b);
+        if (b) held[num_held++] = tpr_buffer_retain(b);
         break;
       default:
         b = ea->buffer;
         break;
     }
-    if (!b) return tpr_ok_status();  // (the signature says it has one)
+    complete = b != NULL;  // (the signature says it has one)
     local_params[i] = b;
   }
-  TPR_RETURN_IF_ERROR(tpr_executable_execute(p->exe, call->device, local_params,
-                                             (size_t)p->num_params, NULL,
-                                             local_results,
-                                             tpr_eager_launch_blocking()));
+  if (complete && tpr_status_is_ok(st))
+    st = tpr_executable_execute(p->exe, call->device, local_params,
+                                (size_t)p->num_params, NULL, local_results,
+                                tpr_eager_launch_blocking());
+  for (int i = 0; i < num_held; i++) tpr_buffer_release(held[i]);
+  if (!complete || !tpr_status_is_ok(st)) return st;
   if (p->num_results > 0) tpr_pending_push(local_results[0]);
   for (int r = 0; r < p->num_results; r++)
     tpr_storage_swap_buffer(windows[p->results[r]]->storage, local_results[r]);

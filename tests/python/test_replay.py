@@ -88,3 +88,16 @@ def test_equal_scalar_arguments_replay_by_position():
         assert _replays() - before == 3
     for (be, al), g in zip(((1, 1), (2, 3), (3, 2)), got):
         torch.testing.assert_close(g.cpu(), torch.addmm(m, a, b, beta=be, alpha=al))
+
+
+def test_replayed_scalars_stay_alive_when_the_scalar_cache_evicts():
+    # Replaying a recorded op fetches each Scalar argument's buffer from the
+    # scalar cache; fetching the second can evict the first (linspace's start
+    # -2.0 and end 0 once shared a slot), which must not free it under the
+    # call. Many value pairs, each run twice (recorded, then replayed).
+    for end in range(-40, 41):
+        for start in (-2.0, 0.5, 3.0):
+            want = torch.linspace(start, end, 3)
+            for _ in range(2):
+                got = torch.linspace(start, end, 3, device="tpu")
+                assert torch.equal(got.cpu(), want), (start, end, got)
