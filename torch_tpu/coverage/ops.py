@@ -133,10 +133,15 @@ def _to_tpu(sample, requires_grad=False, op_name=""):
     keep = CPU_ONLY_ARGS.get(op_name, ())
     if keep:
         moved.args = tuple(a if i not in keep else sample.args[i] for i, a in enumerate(moved.args))
-    # Factory samples name their device: make it ours.
+    # Factory samples name their device, and Tensor.to's samples move to it
+    # (positionally): make it ours.
+    def is_cpu(d):
+        return (isinstance(d, torch.device) and d.type == "cpu") or \
+            (isinstance(d, str) and d == "cpu")
     dev = moved.kwargs.get("device")
     if dev is not None and torch.device(dev).type == "cpu":
         moved.kwargs["device"] = "tpu"
+    moved.args = tuple("tpu" if is_cpu(a) else a for a in moved.args)
     return moved
 
 
