@@ -426,6 +426,52 @@ void empty_eval_batch_norm_stats(const c10::FunctionSchema& schema,
       returns[i] = at::empty({0}, returns[i].toTensor().options());
 }
 
+// Layouts the CPU and CUDA kernels choose but PyTorch's meta kernels do not:
+// a convolution's output is channels-last when its input or weight is (as
+// cuDNN and oneDNN lay it out), and 2-d/3-d reflection and replication
+// padding (and their gradients) keep their input's channels-last layout.
+// nn.Conv2d(...).to(memory_format=torch.channels_last) then gives
+// channels-last results on tpu as on the CPU, which PyTorch's module
+// memory-format tests expect. Values are the same either way. Structured
+// ops reach us through their out= overload with a contiguous out tensor:
+// its meta twin is restrided here, and the real one after it (step 2 of
+// run_kernel), as the CPU kernels restride theirs.
+void channels_last_results(const c10::FunctionSchema& schema, torch::jit::Stack& args,
+                           torch::jit::Stack& returns) {
+  static const std::set<std::string> pads = {
+      "aten::reflection_pad2d", "aten::reflection_pad3d", "aten::replication_pad2d",
+      "aten::replication_pad3d", "aten::reflection_pad2d_backward",
+      "aten::reflection_pad3d_backward", "aten::replication_pad2d_backward",
+      "aten::replication_pad3d_backward"};
+  const std::string& n = schema.name();
+  std::vector<size_t> sources;  // the arguments whose layout the result follows
+  if (n == "aten::convolution")
+    sources = {0, 1};
+  else if (pads.count(n))
+    sources = {n.size() > 9 && n.compare(n.size() - 9, 9, "_backward") == 0 ? size_t{1} : size_t{0}};
+  else
+    return;
+  c10::IValue* slot = returns.empty() ? nullptr : &returns[0];
+  const auto& sargs = schema.arguments();
+  for (size_t i = 0; i < sargs.size() && i < args.size(); i++)
+    if (sargs[i].is_out()) slot = &args[i];
+  if (!slot || !slot->isTensor()) return;
+  const at::Tensor out = slot->toTensor();
+  if (out.dim() != 4 && out.dim() != 5) return;
+  const auto cl = out.dim() == 4 ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::ChannelsLast3d;
+  for (size_t i : sources) {
+    if (i >= args.size() || !args[i].isTensor()) continue;
+    const at::Tensor& t = args[i].toTensor();
+    if (t.dim() != out.dim() || t.suggest_memory_format() != cl) continue;
+    if (out.is_contiguous(cl)) return;
+    at::Tensor relaid = at::empty(out.sizes(), out.options().memory_format(cl));
+    *slot = relaid;
+    if (!returns.empty() && returns[0].isTensor() && returns[0].toTensor().is_same(out))
+      returns[0] = relaid;
+    return;
+  }
+}
+
 std::shared_ptr<const MetaResult> run_meta(const c10::OperatorHandle& op,
                                            const torch::jit::Stack& args,
                                            size_t nargs) {
@@ -461,6 +507,7 @@ std::shared_ptr<const MetaResult> run_meta(const c10::OperatorHandle& op,
   if (auto fast = fast_meta(schema, meta)) {
     r->args = std::move(meta);
     r->returns = std::move(*fast);
+    channels_last_results(schema, r->args, r->returns);
     return r;
   }
   r->args = meta;  // the call replaces the arguments by the returns
@@ -472,6 +519,7 @@ std::shared_ptr<const MetaResult> run_meta(const c10::OperatorHandle& op,
   op.redispatchBoxed(c10::DispatchKeySet(key), &meta);
   r->returns = std::move(meta);
   empty_eval_batch_norm_stats(schema, args, r->returns);
+  channels_last_results(schema, r->args, r->returns);
   return r;
 }
 

@@ -1,14 +1,17 @@
 """Assorted NN and tensor ops (attention, shrink activations, losses built on
 xlogy/sgn, trace, aminmax, cross, take/put, index_copy, isin, channel_shuffle,
 renorm, unfold backward, batch norm with update, unique_consecutive,
-repeat_interleave) on tpu against PyTorch's CPU results, forward and
-gradients, the CPU fallback off.
+repeat_interleave, channels-last result layouts) on
+tpu against PyTorch's CPU results, forward and gradients, the CPU fallback
+off.
 
 Tolerances: float32 rtol=atol=1e-5: attention and norms sum a few dozen
 products in a different order than the CPU (a few ulp each). bfloat16: both
 sides compute in float32 and round once, but inputs to that rounding may
 differ by an ulp: rtol=atol=3.2e-2 (2 ulp of an 8-bit mantissa) of the
 result's scale. Integer and boolean results must match exactly."""
+import copy
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -187,3 +190,47 @@ def test_eval_batch_norm_saves_no_statistics_as_on_cpu(op, dtype):
         assert (g.shape, g.dtype) == (w.shape, w.dtype)
     torch.testing.assert_close(got[0].cpu(), want[0], rtol=1e-2 if dtype == torch.bfloat16
                                else 1e-5, atol=1e-2 if dtype == torch.bfloat16 else 1e-5)
+
+
+CHANNELS_LAST = {4: torch.channels_last, 5: torch.channels_last_3d}
+
+
+@pytest.mark.parametrize("make,shape", [
+    (lambda: torch.nn.Conv2d(3, 4, 3), (2, 3, 6, 6)),
+    (lambda: torch.nn.Conv3d(3, 4, 2), (2, 3, 4, 4, 4)),
+    (lambda: torch.nn.ConvTranspose2d(3, 4, 3, stride=2), (2, 3, 5, 5)),
+    (lambda: torch.nn.ReflectionPad2d((1, 2, 2, 1)), (2, 3, 5, 6)),
+    (lambda: torch.nn.ReflectionPad3d(1), (2, 3, 4, 4, 4)),
+    (lambda: torch.nn.ReplicationPad2d(2), (2, 3, 5, 6)),
+    (lambda: torch.nn.ReplicationPad3d((1, 0, 2, 1, 0, 1)), (2, 3, 4, 4, 4)),
+])
+@pytest.mark.parametrize("where", ["input", "module"])
+def test_channels_last_layouts_follow_the_cpu(make, shape, where):
+    # A convolution gives channels-last results when its input or weight is
+    # channels-last, and 2-d/3-d reflection and replication padding keep
+    # their input's layout, forward and backward, as on the CPU (and as
+    # PyTorch's module memory-format tests expect); values are unchanged.
+    torch.manual_seed(0)
+    fmt = CHANNELS_LAST[len(shape)]
+    m = make()
+    x = randn(shape, torch.float32, 14)
+    cot_seed = 15
+
+    def run(device):
+        mm = copy.deepcopy(m).to(device)
+        xi = x.to(device, copy=True)
+        if where == "module":
+            mm = mm.to(memory_format=fmt)
+        else:
+            xi = xi.contiguous(memory_format=fmt)
+        xi.requires_grad_()
+        y = mm(xi)
+        cot = torch.empty_like(y).copy_(randn(y.shape, torch.float32, cot_seed))
+        y.backward(cot)
+        return y, xi.grad
+
+    (yc, gc), (yd, gd) = run("cpu"), run("tpu")
+    for c, d in ((yc, yd), (gc, gd)):
+        assert d.is_contiguous(memory_format=fmt) == c.is_contiguous(memory_format=fmt)
+        assert d.is_contiguous() == c.is_contiguous()
+        close(d, c, torch.float32)
