@@ -39,6 +39,14 @@ at::Tensor ctc_loss_backward_meta(const at::Tensor&, const at::Tensor& log_probs
   return at::empty_like(log_probs, at::MemoryFormat::Contiguous);
 }
 
+// fractional_max_pool3d's input gradient has the input's shape (the 2-d
+// one has a meta kernel in PyTorch, the 3-d one not).
+at::Tensor fractional_max_pool3d_backward_meta(const at::Tensor&, const at::Tensor& self,
+                                               at::IntArrayRef, at::IntArrayRef,
+                                               const at::Tensor&) {
+  return at::empty_like(self, at::MemoryFormat::Contiguous);
+}
+
 // The fused GRU cell (CUDA-only in PyTorch; nn.GRU and nn.GRUCell call it on
 // every accelerator): hy like hx and a (B, 5H) workspace. Shapes are checked
 // here, as the CUDA kernel checks them, so a bad call fails before lowering.
@@ -95,6 +103,7 @@ TORCH_LIBRARY_IMPL(aten, Meta, m) {
   m.impl("_cummin_helper", cummaxmin_helper_meta);
   m.impl("_logcumsumexp", logcumsumexp_meta);
   m.impl("_ctc_loss_backward", ctc_loss_backward_meta);
+  m.impl("fractional_max_pool3d_backward", fractional_max_pool3d_backward_meta);
   m.impl("_thnn_fused_gru_cell", fused_gru_cell_meta);
   m.impl("_thnn_fused_gru_cell_backward", fused_gru_cell_backward_meta);
 }

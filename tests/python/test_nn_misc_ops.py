@@ -1,7 +1,7 @@
 """Assorted NN and tensor ops (attention, shrink activations, losses built on
 xlogy/sgn, trace, aminmax, cross, take/put, index_copy, isin, channel_shuffle,
 renorm, unfold backward, batch norm with update, unique_consecutive,
-repeat_interleave, channels-last result layouts) on
+repeat_interleave, fractional max pooling, channels-last result layouts) on
 tpu against PyTorch's CPU results, forward and gradients, the CPU fallback
 off.
 
@@ -190,6 +190,30 @@ def test_eval_batch_norm_saves_no_statistics_as_on_cpu(op, dtype):
         assert (g.shape, g.dtype) == (w.shape, w.dtype)
     torch.testing.assert_close(got[0].cpu(), want[0], rtol=1e-2 if dtype == torch.bfloat16
                                else 1e-5, atol=1e-2 if dtype == torch.bfloat16 else 1e-5)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("ns,shape,kernel,out", [
+    (2, (2, 3, 9, 11), (2, 3), (4, 5)), (2, (3, 7, 6), 2, (3, 2)),
+    (3, (2, 2, 7, 8, 9), (2, 2, 3), (3, 4, 5)), (3, (2, 5, 6, 7), 2, (2, 3, 3))])
+def test_fractional_max_pool(ns, shape, kernel, out, dtype):
+    # The windows come from per-plane random samples; given the same
+    # samples, values and gradients match the CPU's and the indices are
+    # exactly its (in bfloat16 too: the window starts are computed in the
+    # input dtype, as the CPU kernel does).
+    pool = F.fractional_max_pool2d if ns == 2 else F.fractional_max_pool3d
+    x = randn(shape, dtype, 11)
+    planes = shape[:-ns] if len(shape) == ns + 2 else (1,) + shape[:-ns]
+    u = torch.rand(*planes, ns, generator=torch.Generator().manual_seed(12)).to(dtype)
+    xc, xd = x.clone().requires_grad_(), x.to("tpu").requires_grad_()
+    want, want_i = pool(xc, kernel, output_size=out, _random_samples=u, return_indices=True)
+    got, got_i = pool(xd, kernel, output_size=out, _random_samples=u.to("tpu"), return_indices=True)
+    assert torch.equal(got_i.cpu(), want_i)
+    close(got, want, dtype)
+    cot = randn(want.shape, dtype, 13)
+    want.backward(cot)
+    got.backward(cot.to("tpu"))
+    close(xd.grad, xc.grad, dtype)
 
 
 CHANNELS_LAST = {4: torch.channels_last, 5: torch.channels_last_3d}
