@@ -5,7 +5,8 @@ A worker started with ``command(start, end)`` handles items ``start`` to
 ``end - 1`` (at most ``chunk`` of them: a fresh process per chunk bounds what
 one process accumulates, such as compiled executables) and appends JSON lines
 to ``result_path``: ``{"begin": i}`` before item ``i`` and ``{"done": i, ...}``
-after it. If the worker dies, or the file does not grow for ``timeout``
+after it (other lines, such as ``{}`` written as progress within an item,
+only count as progress). If the worker dies, or the file does not grow for ``timeout``
 seconds, the item it had begun is recorded through ``lost(i, why)`` (a
 JSON-able dict to append) and a new worker resumes after it."""
 import json
@@ -36,7 +37,7 @@ def run(command, n, result_path, timeout, lost, chunk=None):
         for rec in _records(result_path):
             if "begin" in rec:
                 begun = rec["begin"]
-            else:
+            elif "done" in rec:
                 done.add(rec["done"])
         if proc.returncode == 0 or begun is None or begun < start or begun in done:
             start = end  # the chunk is finished, or the worker died between items

@@ -1,0 +1,644 @@
+"""nn module coverage against PyTorch's own ModuleInfo database (module_db).
+
+    python -m torch_tpu.coverage --modules                  # full run
+    python -m torch_tpu.coverage --modules --fast           # the CI slice
+    python -m torch_tpu.coverage --modules --names nn.GRU,nn.Conv2d --dtypes float32 -v
+
+For every ModuleInfo, every dtype asked for (float32 and bfloat16 by
+default), training and evaluation mode, and every sample of its
+``module_inputs_func``: the module is built on the CPU from the sample's
+constructor arguments under a fixed seed (lazy modules see one forward there
+to materialise their parameters), deep-copied to ``tpu``, and both run the
+sample's forward under the same seed with the CPU fallback off
+(``TORCH_TPU_FALLBACK=0``). Columns, each with one status per module:
+
+* ``<dtype>``: the outputs, and the buffers after the forward (batch norm's
+  running statistics), match the CPU's;
+* ``<dtype>.backward``: under the same cotangents, the gradients of the
+  inputs that require grad and of every parameter match the CPU's;
+* ``memory_format`` (float32): for samples with a 4-d or 5-d input, every
+  combination of the input in contiguous/channels_last(_3d) and the module
+  in preserve/contiguous/channels_last(_3d), as PyTorch's
+  test_modules.py::test_memory_format makes them (cotangents laid out like
+  their outputs): outputs and gradients match the CPU's in the same
+  combination, and are laid out (contiguous or channels last) as the CPU's
+  are. ModuleInfos that skip test_memory_format on the CPU are skipped;
+* ``errors``: each of the ModuleInfo's ``module_error_inputs_func`` cases,
+  built with tpu tensors, raises the error type and message PyTorch expects.
+
+Statuses, as in the op_db section (ops.py): ``pass`` (every sample
+matched), ``mismatch`` (some value, shape, dtype, layout or error differs),
+``unsupported`` (the backend said so: no lowering, unimplemented case),
+``error`` (anything else raised on tpu, or the worker crashed or hung), and
+``skip`` (not counted: the CPU rejects every sample in that dtype, or the
+module has nothing for that column). bfloat16 runs for every module whose
+samples the CPU runs in bfloat16: ModuleInfo.dtypes lists it for two
+modules only, since PyTorch's own module tests are gradchecks in float64.
+
+Samples whose result is random (the same CPU module run under two seeds
+gives different outputs: dropout in training, fractional max pooling) are
+compared on shapes and dtypes only.
+
+Tolerances (|tpu - cpu| <= atol + rtol * |cpu|): a tolerance the ModuleInfo
+itself sets for the CPU in its module tests (a ``toleranceOverride`` or
+``precisionOverride`` DecorateInfo on test_forward, test_cpu_gpu_parity or
+test_non_contiguous_tensors; on test_memory_format for that column, e.g.
+1e-4 for convolutions) is used where there is one; otherwise the op_db
+section's per-dtype tolerances: float32 rtol=atol=1e-5 (a few ulp of XLA's
+vectorised transcendental functions, and sums associated differently: about
+80 ulp), bfloat16 rtol=1.6e-2, atol=1e-2 (2 ulp of an 8-bit mantissa).
+PyTorch's test_cpu_gpu_parity itself allows float32 atol=5e-2, too loose to
+find defects, so it is not used. Where a bfloat16 result, or a gradient,
+differs beyond that, a float64 run of the same module is the judge, as in
+ops.py: the tpu result passes when each element is no farther from the
+float64 result than the CPU's result is at its farthest in that tensor, plus
+the tolerance. (Per tensor, not per element as in ops.py: a module chains
+many rounded ops, and the two sides' rounding errors grow on different
+elements; a real defect still stands out, as its error dwarfs the CPU's.)
+
+Workers run in subprocesses (torch_tpu._isolate); a crash or a hang (no
+progress for --timeout seconds) marks the module ``error`` in every column.
+"""
+import argparse
+import collections
+import copy
+import json
+import os
+import sys
+import time
+
+from .ops import TOLERANCES, _as_accurate_as_cpu, _classify_exception, _compare, _flatten
+
+# The CI slice: the common layer families, recurrent cells included.
+FAST_MODULES = [
+    "nn.Linear", "nn.Conv2d", "nn.LSTM", "nn.GRU", "nn.TransformerEncoderLayer",
+    "nn.BatchNorm2d", "nn.Embedding", "nn.MultiheadAttention",
+]
+FAST_SAMPLES = 3
+
+# ModuleInfo tests whose tolerance overrides are for comparing a module's
+# results on one device with another's (or with a reference).
+_VALUE_TESTS = ("test_forward", "test_cpu_gpu_parity", "test_non_contiguous_tensors")
+_MEMFORMAT_TEST = "test_memory_format"
+
+
+def _module_db():
+    try:
+        from torch.testing._internal.common_modules import module_db
+    except ModuleNotFoundError as e:
+        raise SystemExit(f"torch_tpu.coverage: PyTorch's ModuleInfo samples (torch.testing._internal) "
+                         f"need the '{e.name}' package, which is not installed: "
+                         f"pip install {e.name} (./setup.sh installs it)") from None
+    return module_db
+
+
+def _columns(dtypes, backward):
+    cols = []
+    for d in dtypes:
+        cols.append(d)
+        if backward:
+            cols.append(d + ".backward")
+    return cols + ["memory_format", "errors"]
+
+
+# -- tolerances -------------------------------------------------------------------
+
+def _active(info, tests, dtype, training):
+    """The DecorateInfos of |info| that apply on the CPU to one of |tests|."""
+    for d in info.decorators:
+        if not hasattr(d, "is_active"):
+            continue
+        for test in tests:
+            if d.is_active("TestModule", test, "cpu", dtype, {"training": training}):
+                yield d
+                break
+
+
+def _tolerance(info, dtype, training, tests):
+    """PyTorch's tolerance for |info| in |dtype| where its ModuleInfo sets
+    one for these tests, else ours (the loosest when several apply)."""
+    from torch.testing._internal.common_device_type import precisionOverride, toleranceOverride
+    name = str(dtype).replace("torch.", "")
+    ours = dict(TOLERANCES.get(name, dict(rtol=0, atol=0)))
+    found = None
+    for d in _active(info, tests, dtype, training):
+        for dec in d.decorators:
+            if isinstance(dec, toleranceOverride) and dtype in dec.d:
+                t = dict(atol=dec.d[dtype].atol, rtol=dec.d[dtype].rtol)
+            elif isinstance(dec, precisionOverride) and dtype in dec.d:
+                t = dict(atol=dec.d[dtype], rtol=ours["rtol"])
+            else:
+                continue
+            found = t if found is None else {k: max(found[k], t[k]) for k in t}
+    return found or ours
+
+
+def _skipped(info, test, dtype, training):
+    """Whether the ModuleInfo skips |test| on the CPU (unittest.skip)."""
+    for d in _active(info, (test,), dtype, training):
+        for dec in d.decorators:
+            try:
+                probe = dec(lambda: None)
+            except Exception:
+                continue
+            if getattr(probe, "__unittest_skip__", False):
+                return True
+    return False
+
+
+# -- moving samples -----------------------------------------------------------------
+
+def _move(x, device, dtype=None):
+    """|x| with every tensor on |device| (as a fresh leaf that requires grad
+    where the original does); floating tensors cast to |dtype| if given.
+    PackedSequences keep their batch sizes on the CPU, as PyTorch requires."""
+    import torch
+    from torch.nn.utils.rnn import PackedSequence
+    if isinstance(x, torch.Tensor):
+        to = dtype if dtype is not None and x.is_floating_point() else x.dtype
+        # A copy always (same strides): the sample itself stays untouched.
+        return x.detach().to(device=device, dtype=to, copy=True).requires_grad_(x.requires_grad)
+    if isinstance(x, PackedSequence):
+        return PackedSequence(_move(x.data, device, dtype), x.batch_sizes,
+                              _move(x.sorted_indices, device), _move(x.unsorted_indices, device))
+    if isinstance(x, tuple):
+        return tuple(_move(e, device, dtype) for e in x)
+    if isinstance(x, list):
+        return [_move(e, device, dtype) for e in x]
+    if isinstance(x, dict):
+        return {k: _move(v, device, dtype) for k, v in x.items()}
+    return x
+
+
+def _leaves(x):
+    import torch
+    return [t for t in _flatten(list(x), []) if isinstance(t, torch.Tensor) and t.requires_grad]
+
+
+def _to_memory_format(x, fmt):
+    """Tensors of the rank |fmt| is for, in |fmt|; the rest unchanged."""
+    import torch
+    rank = {torch.channels_last: 4, torch.channels_last_3d: 5}.get(fmt)
+    if isinstance(x, torch.Tensor):
+        if rank is None or x.dim() == rank:
+            return x.detach().clone(memory_format=fmt).requires_grad_(x.requires_grad)
+        return x
+    if isinstance(x, (tuple, list)):
+        return type(x)(_to_memory_format(e, fmt) for e in x)
+    if isinstance(x, dict):
+        return {k: _to_memory_format(v, fmt) for k, v in x.items()}
+    return x
+
+
+def _layouts(x):
+    """For each tensor of |x|: which of contiguous / channels_last(_3d) it is."""
+    import torch
+    out = []
+    for t in _flatten(x, []):
+        if isinstance(t, torch.Tensor):
+            fmt = {4: torch.channels_last, 5: torch.channels_last_3d}.get(t.dim())
+            out.append((t.is_contiguous(), fmt is not None and t.is_contiguous(memory_format=fmt)))
+    return out
+
+
+# -- one sample ------------------------------------------------------------------------
+
+def _build(info, sample, dtype, training):
+    """The module on the CPU, deterministic, ready to copy."""
+    import torch
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        m = info.module_cls(*sample.constructor_input.args, **sample.constructor_input.kwargs)
+        m.to(dtype)
+        m.train(training)
+        if isinstance(m, torch.nn.modules.lazy.LazyModuleMixin):
+            with torch.no_grad():
+                fi = sample.forward_input
+                m(*_move(fi.args, "cpu"), **_move(fi.kwargs, "cpu"))
+    return m
+
+
+def _forward(m, args, kwargs, seed=0):
+    import torch
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return m(*args, **kwargs)
+
+
+def _cotangents(outs, seed):
+    """Deterministic cotangents, made on the CPU (for any device's outputs)."""
+    import torch
+    cots = []
+    for i, o in enumerate(outs):
+        g = torch.Generator().manual_seed(seed * 1000 + i)
+        cots.append(torch.randn(o.shape, generator=g, dtype=torch.float64).to(o.dtype))
+    return cots
+
+
+def _grads(m, args, kwargs, out, seed, like_outputs=False):
+    """Gradients of the differentiable outputs, under the seed's cotangents,
+    with respect to the inputs that require grad and every parameter that
+    does; None where nothing is differentiable. With |like_outputs| the
+    cotangents take their outputs' layouts (as PyTorch's memory-format test
+    makes them), else they are contiguous."""
+    import torch
+    outs = [o for o in _flatten(out, []) if isinstance(o, torch.Tensor) and o.requires_grad]
+    ins = _leaves(args) + _leaves(kwargs.values()) + [p for p in m.parameters() if p.requires_grad]
+    if not outs or not ins:
+        return None
+    cots = [torch.empty_like(o).copy_(c) if like_outputs else c.to(o.device)
+            for o, c in zip(outs, _cotangents(outs, seed))]
+    return list(torch.autograd.grad(outs, ins, cots, allow_unused=True))
+
+
+def _state(m):
+    return [b for _, b in m.named_buffers()]
+
+
+class _Tally:
+    """Per-column sample counts and the first problem seen."""
+
+    def __init__(self):
+        self.counts = collections.defaultdict(collections.Counter)
+        self.reasons = {}
+
+    def add(self, column, status, why=None, where=""):
+        self.counts[column][status] += 1
+        if why and column not in self.reasons:
+            self.reasons[column] = f"{where}: {why}"
+
+    def result(self, column):
+        c = self.counts.get(column, collections.Counter())
+        for status in ("error", "unsupported", "mismatch"):
+            if c[status]:
+                return {"status": status, "samples": dict(c), "reason": self.reasons.get(column, "")}
+        if c["pass"]:
+            return {"status": "pass", "samples": dict(c)}
+        return {"status": "skip", "samples": dict(c), "reason": self.reasons.get(column, "nothing to compare")}
+
+
+def _judge(got, want, dtype_name, tol, reference, low_precision_or_grad):
+    """None if |got| matches |want|; rounding-only differences in bfloat16
+    results and in gradients are judged by |reference()|, a float64 run."""
+    why = _compare(got, want, dtype_name, tol=tol)
+    if why and low_precision_or_grad and why.startswith("Mismatched"):
+        try:
+            ref = reference()
+        except Exception:
+            ref = None  # no float64 reference: the mismatch stands
+        if ref is not None and _as_accurate_as_cpu(got, want, ref, dtype_name, tol=tol, worst=True):
+            why = None
+    return why
+
+
+def _is_random(m_cpu, fi):
+    """Whether the module's output depends on the random seed (dropout in
+    training, fractional pooling): such samples are compared on shape only."""
+    import torch
+    with torch.no_grad():
+        a = _forward(copy.deepcopy(m_cpu), _move(fi.args, "cpu"), _move(fi.kwargs, "cpu"), seed=0)
+        b = _forward(copy.deepcopy(m_cpu), _move(fi.args, "cpu"), _move(fi.kwargs, "cpu"), seed=1)
+    fa, fb = _flatten(a, []), _flatten(b, [])
+    return any(isinstance(x, torch.Tensor) and not torch.equal(x.nan_to_num(), y.nan_to_num())
+               for x, y in zip(fa, fb))
+
+
+def _run_sample(info, sample, dtype, dtype_name, training, backward, tally, where, seed):
+    import torch
+    fwd_col, bwd_col = dtype_name, dtype_name + ".backward"
+    fi = sample.forward_input
+    try:
+        m_cpu = _build(info, sample, dtype, training)
+        pristine = copy.deepcopy(m_cpu)
+        random = _is_random(m_cpu, fi)
+        args_c, kwargs_c = _move(fi.args, "cpu"), _move(fi.kwargs, "cpu")
+        want = _forward(m_cpu, args_c, kwargs_c)
+        want_g = _grads(m_cpu, args_c, kwargs_c, want, seed) if backward else None
+    except Exception:
+        tally.add(fwd_col, "skip")  # the CPU rejects this sample
+        return
+    tol = _tolerance(info, dtype, training, _VALUE_TESTS)
+    low = dtype_name in ("bfloat16", "float16")
+
+    def reference(grads):
+        m64 = copy.deepcopy(pristine).double()
+        a64 = _move(fi.args, "cpu", torch.float64)
+        k64 = _move(fi.kwargs, "cpu", torch.float64)
+        out = _forward(m64, a64, k64)
+        if grads:
+            return _grads(m64, a64, k64, out, seed)
+        return [out, _state(m64)]
+
+    stage = fwd_col  # where an exception counts
+    try:
+        m_tpu = copy.deepcopy(pristine).to("tpu")
+        args_t, kwargs_t = _move(fi.args, "tpu"), _move(fi.kwargs, "tpu")
+        got = _forward(m_tpu, args_t, kwargs_t)
+        why = _judge([got, _state(m_tpu)], [want, _state(m_cpu)], dtype_name, tol,
+                     lambda: reference(False), low) if not random else \
+            _compare(got, want, dtype_name, values=False)
+        tally.add(fwd_col, "mismatch" if why else "pass", why, where)
+        if backward:
+            stage = bwd_col
+            if want_g is None:
+                tally.add(bwd_col, "skip")
+                return
+            got_g = _grads(m_tpu, args_t, kwargs_t, got, seed)
+            why = _compare(got_g, want_g, dtype_name, values=False) if random else \
+                _judge(got_g, want_g, dtype_name, tol, lambda: reference(True), True)
+            tally.add(bwd_col, "mismatch" if why else "pass", why, where)
+    except Exception as e:
+        status, why = _classify_exception(e)
+        tally.add(stage, status, why, where)
+        if stage == fwd_col and backward:
+            tally.add(bwd_col, status, "forward failed: " + why, where)
+
+
+def _run_memory_format(info, sample, training, tally, where, seed):
+    """PyTorch's test_memory_format combinations, each compared with the CPU
+    in the same combination."""
+    import torch
+    fi = sample.forward_input
+    tensors = [t for t in _flatten(list(fi.args), []) if isinstance(t, torch.Tensor)]
+    fmt = torch.channels_last if any(t.dim() == 4 for t in tensors) else \
+        torch.channels_last_3d if any(t.dim() == 5 for t in tensors) else None
+    if fmt is None:
+        return
+    col = "memory_format"
+    tol = _tolerance(info, torch.float32, training, (_MEMFORMAT_TEST,))
+    try:
+        base = _build(info, sample, torch.float32, training)
+        if _is_random(base, fi):
+            tally.add(col, "skip")
+            return
+    except Exception:
+        tally.add(col, "skip")
+        return
+    for in_fmt in (torch.contiguous_format, fmt):
+        for mod_fmt in (torch.preserve_format, torch.contiguous_format, fmt):
+            if in_fmt == torch.contiguous_format and mod_fmt != fmt:
+                continue  # the plain layout: the float32 column covers it
+            here = f"{where} input {str(in_fmt)[6:]} module {str(mod_fmt)[6:]}"
+            try:
+                m_cpu = copy.deepcopy(base).to(memory_format=mod_fmt)
+                args_c = _to_memory_format(_move(fi.args, "cpu"), in_fmt)
+                kwargs_c = _to_memory_format(_move(fi.kwargs, "cpu"), in_fmt)
+                want = _forward(m_cpu, args_c, kwargs_c)
+                want_g = _grads(m_cpu, args_c, kwargs_c, want, seed, True) if training else None
+            except Exception:
+                tally.add(col, "skip")
+                continue
+            try:
+                m_tpu = copy.deepcopy(base).to("tpu").to(memory_format=mod_fmt)
+                args_t = _to_memory_format(_move(fi.args, "tpu"), in_fmt)
+                kwargs_t = _to_memory_format(_move(fi.kwargs, "tpu"), in_fmt)
+                got = _forward(m_tpu, args_t, kwargs_t)
+                why = _compare(got, want, "float32", tol=tol)
+                if not why and _layouts(got) != _layouts(want):
+                    why = f"output layouts {_layouts(got)}, CPU {_layouts(want)} (contiguous, channels last)"
+                if not why and want_g is not None:
+                    got_g = _grads(m_tpu, args_t, kwargs_t, got, seed, True)
+                    why = _compare(got_g, want_g, "float32", tol=tol)
+                    if not why and _layouts(got_g) != _layouts(want_g):
+                        why = f"gradient layouts {_layouts(got_g)}, CPU {_layouts(want_g)}"
+                tally.add(col, "mismatch" if why else "pass", why, here)
+            except Exception as e:
+                status, why = _classify_exception(e)
+                tally.add(col, status, why, here)
+
+
+def _raise_of(info, case, device, training):
+    """The exception a ModuleInfo error case raises with its tensors on
+    |device|, or None."""
+    from torch.testing._internal.common_modules import ModuleErrorEnum
+    mi = case.module_error_input
+    try:
+        m = info.module_cls(*_move(mi.constructor_input.args, device),
+                            **_move(mi.constructor_input.kwargs, device))
+        if case.error_on == ModuleErrorEnum.FORWARD_ERROR:
+            m.to(device).train(training)
+            m(*_move(mi.forward_input.args, device), **_move(mi.forward_input.kwargs, device))
+    except Exception as e:
+        return e
+    return None
+
+
+def _run_errors(info, tally, heartbeat):
+    """The ModuleInfo's error inputs for tpu: each must raise as it does with
+    the same tensors on the CPU, with PyTorch's expected message where the
+    CPU's has it. A case the CPU itself accepts (batch norm's eps=0 in
+    evaluation) is skipped: it is not an error there."""
+    import re
+
+    import torch
+    col = "errors"
+    if info.module_error_inputs_func is None:
+        return
+    for training in (True, False):
+        try:
+            torch.manual_seed(0)
+            cases = list(info.module_error_inputs_func(info, device="tpu", dtype=torch.float32,
+                                                       requires_grad=False, training=training))
+        except Exception as e:
+            status, why = _classify_exception(e)
+            tally.add(col, status, f"building error inputs: {why}", "")
+            continue
+        for i, case in enumerate(cases):
+            heartbeat()
+            where = f"{'train' if training else 'eval'} case {i}"
+            want = _raise_of(info, case, "cpu", training)
+            if want is None:
+                tally.add(col, "skip")
+                continue
+            got = _raise_of(info, case, "tpu", training)
+            expected = f"{type(want).__name__}: {str(want).splitlines()[0][:120] if str(want) else ''}"
+            if got is None:
+                tally.add(col, "mismatch", f"no error on tpu (CPU: {expected})", where)
+                continue
+            message_ok = not re.search(case.error_regex, str(want)) or \
+                re.search(case.error_regex, str(got))
+            if type(got) is type(want) and message_ok:
+                tally.add(col, "pass")
+            else:
+                status, why = _classify_exception(got)
+                tally.add(col, status if status == "unsupported" else "mismatch",
+                          f"{why} (CPU: {expected})", where)
+
+
+def run_module(info, dtypes, max_samples, backward, heartbeat=lambda: None, verbose=False):
+    """Returns {column: {status, samples, reason}}."""
+    import torch
+    tally = _Tally()
+    for dtype_name in dtypes:
+        dtype = getattr(torch, dtype_name)
+        for training in (True, False):
+            mode = "train" if training else "eval"
+            try:
+                torch.manual_seed(0)  # the samples' values: the same on every run
+                samples = list(info.module_inputs_func(info, device="cpu", dtype=dtype,
+                                                       requires_grad=True, training=training))
+            except Exception as e:
+                tally.add(dtype_name, "skip", f"module_inputs_func failed: {type(e).__name__}", mode)
+                continue
+            samples = [s for s in samples if s.forward_input is not None]
+            if max_samples:
+                samples = samples[:max_samples]
+            for i, s in enumerate(samples):
+                heartbeat()
+                _run_sample(info, s, dtype, dtype_name, training, backward, tally,
+                            f"{mode} sample {i}", seed=i)
+                if dtype_name == "float32" and not _skipped(info, _MEMFORMAT_TEST, dtype, training):
+                    _run_memory_format(info, s, training, tally, f"{mode} sample {i}", seed=i)
+    if "float32" in dtypes:
+        _run_errors(info, tally, heartbeat)
+    result = {col: tally.result(col) for col in _columns(dtypes, backward)}
+    if "float32" in dtypes and _skipped(info, _MEMFORMAT_TEST, torch.float32, True):
+        result["memory_format"] = {"status": "skip", "reason": "the ModuleInfo skips test_memory_format"}
+    if verbose:
+        for col, r in result.items():
+            if r["status"] not in ("pass", "skip"):
+                print(f"  {info.name} {col}: {r['status']}: {r.get('reason', '')}", flush=True)
+    return result
+
+
+# -- driver ------------------------------------------------------------------------
+
+def _worker(args):
+    os.environ["TORCH_TPU_FALLBACK"] = "0"
+    import warnings
+
+    import torch  # noqa: F401
+
+    import torch_tpu  # noqa: F401
+    db = _module_db()
+    warnings.filterwarnings("ignore")
+    with open(args.result, "a") as out:
+        def heartbeat():  # progress within a module, for the hang detector
+            out.write("{}\n")
+            out.flush()
+
+        for idx in range(args.start, args.end):
+            info = db[idx]
+            if args.names and info.name not in args.names:
+                continue
+            out.write(json.dumps({"begin": idx}) + "\n")
+            out.flush()
+            r = run_module(info, args.dtypes, args.samples, args.backward, heartbeat, args.verbose)
+            out.write(json.dumps({"done": idx, "module": info.name, "result": r}) + "\n")
+            out.flush()
+
+
+# Modules per worker process: bounds the executables one process holds.
+_CHUNK = 16
+
+
+def _drive(args):
+    from .. import _isolate
+    db = _module_db()
+    result_path = args.json + ".partial"
+
+    def command(start, end):
+        cmd = [sys.executable, "-m", "torch_tpu.coverage", "--modules", "--worker",
+               "--start", str(start), "--end", str(end), "--result", result_path,
+               "--dtypes", ",".join(args.dtypes), "--samples", str(args.samples)]
+        if not args.backward:
+            cmd.append("--no-backward")
+        if args.names:
+            cmd += ["--names", ",".join(sorted(args.names))]
+        if args.verbose:
+            cmd.append("-v")
+        return cmd
+
+    def lost(i, why):
+        return {"module": db[i].name,
+                "result": {c: {"status": "error", "reason": why}
+                           for c in _columns(args.dtypes, args.backward)}}
+
+    done = _isolate.run(command, len(db), result_path, args.timeout, lost, chunk=_CHUNK)
+    os.replace(result_path, args.json)
+    return {rec["module"]: rec["result"] for rec in done}
+
+
+def _totals(results, column):
+    c = collections.Counter(r[column]["status"] for r in results.values() if column in r)
+    return c, sum(v for k, v in c.items() if k != "skip")
+
+
+def report(results, columns):
+    lines = ["| column | modules counted | pass | mismatch | unsupported | error | skip | pass rate |",
+             "|---|---|---|---|---|---|---|---|"]
+    for col in columns:
+        c, counted = _totals(results, col)
+        rate = 100.0 * c["pass"] / counted if counted else 0.0
+        lines.append(f"| {col} | {counted} | {c['pass']} | {c['mismatch']} | {c['unsupported']} | "
+                     f"{c['error']} | {c['skip']} | {rate:.1f}% |")
+    return "\n".join(lines)
+
+
+def details(results, columns):
+    rows = ["| module | " + " | ".join(columns) + " | samples passed | first problem |",
+            "|---|" + "---|" * len(columns) + "---|---|"]
+    for name in sorted(results):
+        r = results[name]
+        cells = [r.get(c, {}).get("status", "-") for c in columns]
+        passed = sum(r.get(c, {}).get("samples", {}).get("pass", 0) for c in columns)
+        reason = next((f"{c}: " + r[c].get("reason", "") for c in columns
+                       if c in r and r[c]["status"] not in ("pass", "skip")), "")
+        rows.append(f"| {name} | " + " | ".join(cells) + f" | {passed} | "
+                    + reason.replace("|", "/")[:200] + " |")
+    return "\n".join(rows)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python -m torch_tpu.coverage --modules",
+                                 description=__doc__.splitlines()[0])
+    ap.add_argument("--dtypes", default="float32,bfloat16")
+    ap.add_argument("--names", "--modules-list", dest="names", default="",
+                    help="comma-separated ModuleInfo names (nn.Linear,nn.GRU)")
+    ap.add_argument("--samples", type=int, default=0,
+                    help="max samples per module, dtype and mode (default: all)")
+    ap.add_argument("--no-backward", dest="backward", action="store_false",
+                    help="skip the gradient comparisons")
+    ap.add_argument("--fast", action="store_true", help="the CI slice")
+    ap.add_argument("--json", default="coverage_modules.json")
+    ap.add_argument("--markdown", default="", help="write the report here")
+    ap.add_argument("--timeout", type=int, default=180, help="seconds without progress = hung")
+    ap.add_argument("--min-pass", type=float, default=0.0,
+                    help="exit 1 if a column's pass rate (%%) is below this")
+    ap.add_argument("-v", "--verbose", action="store_true")
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--start", type=int, default=0, help=argparse.SUPPRESS)
+    ap.add_argument("--end", type=int, default=0, help=argparse.SUPPRESS)
+    ap.add_argument("--result", default="", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    args.dtypes = [d for d in args.dtypes.split(",") if d]
+    args.names = set(n for n in args.names.split(",") if n)
+    if args.fast:
+        args.names = set(FAST_MODULES)
+        args.samples = min(args.samples or FAST_SAMPLES, FAST_SAMPLES)
+    if args.worker:
+        return _worker(args)
+    t0 = time.time()
+    results = _drive(args)
+    columns = _columns(args.dtypes, args.backward)
+    summary = report(results, columns)
+    print(summary)
+    print(f"({len(results)} ModuleInfo entries, {time.time() - t0:.0f} s)")
+    if args.markdown:
+        import torch
+        with open(args.markdown, "w") as f:
+            f.write("# Module coverage: PyTorch ModuleInfo samples on tpu vs CPU\n\n")
+            f.write(f"Command: `python -m torch_tpu.coverage --modules {' '.join(argv or sys.argv[2:])}` "
+                    f"({', '.join(args.dtypes)}; training and evaluation; "
+                    f"{'all' if not args.samples else f'up to {args.samples}'} samples per module, "
+                    f"dtype and mode; CPU fallback off; {len(results)} ModuleInfo entries; "
+                    f"torch {torch.__version__}; {time.time() - t0:.0f} s)\n\n")
+            f.write("Statuses and tolerances: see `torch_tpu/coverage/modules.py`. "
+                    "\"samples passed\" counts sample comparisons over all columns.\n\n")
+            f.write(summary + "\n\n" + details(results, columns) + "\n")
+    worst = 100.0
+    for col in columns:
+        c, counted = _totals(results, col)
+        if counted:
+            worst = min(worst, 100.0 * c["pass"] / counted)
+    return 1 if worst < args.min_pass else 0
