@@ -586,11 +586,16 @@ static tpr_status_t fractional_max(lw_ctx_t* ctx, int ns) {
       return lw_fail(ctx, TPR_INVALID_ARGUMENT, "pool size too large for the input");
     plane *= in, nwin *= k[d], nout *= out[d];
   }
-  int64_t sdims[2] = {planes, ns};
-  if (st->rank < 1 || st->dims[st->rank - 1] != ns)
-    return lw_fail(ctx, TPR_INVALID_ARGUMENT, "random_samples must end in %d", ns);
+  // Plane p reads sample row p (an unbatched input reads batch 0's rows).
+  int64_t rows = 1;
+  for (int i = 0; i + 1 < st->rank; i++) rows *= st->dims[i];
+  if (st->rank < 1 || st->dims[st->rank - 1] != ns || rows < planes)
+    return lw_fail(ctx, TPR_INVALID_ARGUMENT, "random_samples must hold %lld rows of %d",
+                   (long long)planes, ns);
   const tpr_dtype_t sd = ctx->out_types[0].dtype;  // the CPU computes starts in it
-  tpr_value_t samples = tpr_reshape(g, lw_cast(g, lw_value(ctx, 3), sd), 2, sdims);
+  int64_t sdims[2] = {rows, ns}, r0[2] = {0, 0}, r1[2] = {planes, ns}, r1s[2] = {1, 1};
+  tpr_value_t samples = tpr_slice(g, tpr_reshape(g, lw_cast(g, lw_value(ctx, 3), sd), 2, sdims),
+                                  r0, r1, r1s);
   const bool narrow = sd == TPR_DTYPE_BF16 || sd == TPR_DTYPE_F16;
   // Full index space [P, out..., k...]; flat positions add up over the dims.
   int64_t full[TPR_MAX_RANK];

@@ -200,10 +200,11 @@ def test_fractional_max_pool(ns, shape, kernel, out, dtype):
     # The windows come from per-plane random samples; given the same
     # samples, values and gradients match the CPU's and the indices are
     # exactly its (in bfloat16 too: the window starts are computed in the
-    # input dtype, as the CPU kernel does).
+    # input dtype, as the CPU kernel does). Unbatched inputs get samples of
+    # batch 2, of which the CPU reads the first.
     pool = F.fractional_max_pool2d if ns == 2 else F.fractional_max_pool3d
     x = randn(shape, dtype, 11)
-    planes = shape[:-ns] if len(shape) == ns + 2 else (1,) + shape[:-ns]
+    planes = shape[:-ns] if len(shape) == ns + 2 else (2,) + shape[:-ns]
     u = torch.rand(*planes, ns, generator=torch.Generator().manual_seed(12)).to(dtype)
     xc, xd = x.clone().requires_grad_(), x.to("tpu").requires_grad_()
     want, want_i = pool(xc, kernel, output_size=out, _random_samples=u, return_indices=True)
