@@ -426,6 +426,19 @@ void empty_eval_batch_norm_stats(const c10::FunctionSchema& schema,
       returns[i] = at::empty({0}, returns[i].toTensor().options());
 }
 
+// multilabel_margin_loss_forward of a 1-d input with reduction 'none': the
+// CPU kernel returns a 0-d loss, PyTorch's meta kernel (its decomposition,
+// which makes the input 2-d) a [1] one. tpu returns what the CPU does.
+void unbatched_multilabel_loss_is_0d(const c10::FunctionSchema& schema,
+                                     const torch::jit::Stack& args, torch::jit::Stack& returns) {
+  if (schema.name() != "aten::multilabel_margin_loss_forward" || !schema.overload_name().empty() ||
+      args.size() < 3 || !args[0].isTensor() || !args[2].isInt() || returns.empty() ||
+      !returns[0].isTensor())
+    return;
+  if (args[0].toTensor().dim() <= 1 && args[2].toInt() == 0)
+    returns[0] = at::empty({}, returns[0].toTensor().options());
+}
+
 // Layouts the CPU and CUDA kernels choose but PyTorch's meta kernels do not:
 // a convolution's output is channels-last when its input or weight is (as
 // cuDNN and oneDNN lay it out), and 2-d/3-d reflection and replication
@@ -519,6 +532,7 @@ std::shared_ptr<const MetaResult> run_meta(const c10::OperatorHandle& op,
   op.redispatchBoxed(c10::DispatchKeySet(key), &meta);
   r->returns = std::move(meta);
   empty_eval_batch_norm_stats(schema, args, r->returns);
+  unbatched_multilabel_loss_is_0d(schema, args, r->returns);
   channels_last_results(schema, r->args, r->returns);
   return r;
 }
