@@ -863,7 +863,9 @@ TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
 
 // Some ops have CompositeExplicitAutograd kernels, which a backend without
 // its own kernel inherits: foreach ops split into one op (and one executable
-// run) per tensor, native_layer_norm decomposes through batch_norm, and
+// run) per tensor, native_layer_norm decomposes through batch_norm,
+// native_group_norm views its input as if contiguous (a channels-last one
+// fails, though group_norm hands it over as on the CPU), and
 // convolutions end in convolution_overrideable, which has no meta kernel to
 // give result types. Claiming them for tpu runs each as one graph through
 // its rule. The hottest structured ops are claimed too: their inherited
@@ -876,7 +878,8 @@ bool claimed(const std::string& name) {
       "aten::add_.Tensor", "aten::sub_.Tensor", "aten::mul_.Tensor", "aten::div_.Tensor",
       "aten::addmm",       "aten::mm",          "aten::bmm"};
   return name.compare(0, kForeach.size(), kForeach) == 0 ||
-         name == "aten::native_layer_norm" || name == "aten::convolution" ||
+         name == "aten::native_layer_norm" || name == "aten::native_group_norm" ||
+         name == "aten::convolution" ||
          name == "aten::_convolution" || name == "aten::convolution_backward" ||
          kHot.count(name) > 0;
 }

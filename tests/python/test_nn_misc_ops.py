@@ -1,9 +1,10 @@
 """Assorted NN and tensor ops (attention, shrink activations, losses built on
 xlogy/sgn, trace, aminmax, cross, take/put, index_copy, isin, channel_shuffle,
 renorm, unfold backward, batch norm with update, unique_consecutive,
-repeat_interleave, fractional max pooling, channels-last result layouts) on
-tpu against PyTorch's CPU results, forward and gradients, the CPU fallback
-off.
+repeat_interleave, fractional max pooling, channels-last result layouts,
+group norm of channels-last inputs, the padding-mask check of transformer
+encoders) on tpu against PyTorch's CPU results, forward and gradients, the
+CPU fallback off.
 
 Tolerances: float32 rtol=atol=1e-5: attention and norms sum a few dozen
 products in a different order than the CPU (a few ulp each). bfloat16: both
@@ -259,3 +260,57 @@ def test_channels_last_layouts_follow_the_cpu(make, shape, where):
         assert d.is_contiguous(memory_format=fmt) == c.is_contiguous(memory_format=fmt)
         assert d.is_contiguous() == c.is_contiguous()
         close(d, c, torch.float32)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_group_norm_of_a_channels_last_input(dtype):
+    # group_norm hands a channels-last input to native_group_norm as it does
+    # on the CPU; PyTorch's inherited composite kernel then viewed it as
+    # contiguous and failed. tpu runs its own: values, gradients and the
+    # output's layout as on the CPU.
+    x = randn((4, 6, 2, 3), dtype, 16).contiguous(memory_format=torch.channels_last)
+    w, b = randn((6,), dtype, 17), randn((6,), dtype, 18)
+    xc, xd = x.clone().requires_grad_(), x.to("tpu").requires_grad_()
+    want = F.group_norm(xc, 3, w, b)
+    got = F.group_norm(xd, 3, w.to("tpu"), b.to("tpu"))
+    assert got.is_contiguous(memory_format=torch.channels_last) == \
+        want.is_contiguous(memory_format=torch.channels_last)
+    close(got, want, dtype)
+    cot = randn(want.shape, dtype, 19)
+    want.backward(cot)
+    got.backward(cot.to("tpu"))
+    close(xd.grad, xc.grad, dtype)
+
+
+@pytest.mark.parametrize("rows", [[4, 2, 0], [3, 3, 3], [0, 0, 0]])
+@pytest.mark.parametrize("hole", [False, True])
+def test_nested_tensor_from_mask_left_aligned(rows, hole):
+    # TransformerEncoder asks, in evaluation, whether its padding mask is
+    # left-aligned (each row: trues, then only falses) before choosing its
+    # nested-tensor fast path.
+    mask = torch.arange(4)[None, :] < torch.tensor(rows)[:, None]
+    if hole:
+        mask[0, 0] = not mask[0, 0]
+    src = torch.zeros(3, 4, 2)
+    want = torch._nested_tensor_from_mask_left_aligned(src, mask)
+    assert torch._nested_tensor_from_mask_left_aligned(src.to("tpu"), mask.to("tpu")) == want
+
+
+def test_transformer_encoder_eval_with_padding_mask():
+    # The padding-mask check above is what an evaluation-mode encoder with
+    # gradients on runs; its results and gradients are the CPU's.
+    torch.manual_seed(0)
+    enc = torch.nn.TransformerEncoder(torch.nn.TransformerEncoderLayer(8, 2, 16, 0.0, batch_first=True),
+                                      2, enable_nested_tensor=True).eval()
+    x = randn((2, 5, 8), torch.float32, 20)
+    pad = torch.tensor([[False] * 5, [False] * 3 + [True] * 2])
+
+    def run(device):
+        m = copy.deepcopy(enc).to(device)
+        xi = x.to(device, copy=True).requires_grad_()
+        y = m(xi, src_key_padding_mask=pad.to(device))
+        y.backward(randn(y.shape, torch.float32, 21).to(device))
+        return y, xi.grad
+
+    for got, want in zip(run("tpu"), run("cpu")):
+        close(got, want, torch.float32)
