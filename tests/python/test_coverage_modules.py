@@ -4,23 +4,14 @@ BatchNorm2d, Embedding and MultiheadAttention built from PyTorch's own
 module samples, run on tpu and on the CPU with the fallback off. Every
 column of every module must pass (the full run's totals live in
 docs/coverage_modules.md)."""
-import json
-import subprocess
-import sys
+from conftest import run_coverage
 
 from torch_tpu.coverage.modules import FAST_MODULES
 
 
 def test_fast_slice(tmp_path):
-    out = tmp_path / "fast.json"
-    r = subprocess.run([sys.executable, "-m", "torch_tpu.coverage", "--modules", "--fast",
-                        "--json", str(out)], capture_output=True, text=True, timeout=900)
+    r, results = run_coverage(["--modules", "--fast"], tmp_path / "fast.json", "module")
     assert r.returncode == 0, r.stdout + r.stderr
-    results = {}
-    for line in out.read_text().splitlines():
-        rec = json.loads(line)
-        if "module" in rec:
-            results[rec["module"]] = rec["result"]
     assert sorted(results) == sorted(FAST_MODULES), r.stdout
     bad = {(m, col): v for m, cols in results.items() for col, v in cols.items()
            if v["status"] not in ("pass", "skip")}

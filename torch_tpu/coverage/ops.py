@@ -38,7 +38,6 @@ seconds) marks that op ``error`` and the run continues with the next op.
 """
 import argparse
 import collections
-import json
 import os
 import sys
 import time
@@ -133,27 +132,22 @@ def _upcast(sample):
                             if isinstance(t, torch.Tensor) and t.is_floating_point() else t)
 
 
-def _as_accurate_as_cpu(got, want, ref, dtype_name, tol=None, worst=False):
+def _as_accurate_as_cpu(got, want, ref, dtype_name):
     """Low-precision results may round differently from the CPU's (both are
     within an ulp or two of the exact value, but not of each other): accept
     the tpu result when it is, elementwise, no farther from a float64
-    reference than the CPU's own result is, plus the dtype's tolerance (or
-    |tol|). With |worst|, the CPU's largest error over each tensor is the
-    bound for all its elements: for results of many rounded steps (a module's
-    layers), where the two sides' rounding errors land on different elements."""
+    reference than the CPU's own result is, plus the dtype's tolerance."""
     import torch
     g, w, r = _flatten(got, []), _flatten(want, []), _flatten(ref, [])
     if not (len(g) == len(w) == len(r)):
         return False
-    tol = tol or TOLERANCES[dtype_name]
+    tol = TOLERANCES[dtype_name]
     for a, b, c in zip(g, w, r):
         if not isinstance(b, torch.Tensor) or not b.is_floating_point():
             continue
         a, b, c = a.detach().cpu().double(), b.double(), c.double()
         err_tpu = (a - c).abs()
         err_cpu = (b - c).abs()
-        if worst and err_cpu.numel():
-            err_cpu = err_cpu.nan_to_num(nan=0.0).max().expand_as(err_cpu)
         bound = err_cpu + tol["atol"] + tol["rtol"] * c.abs()
         ok = (err_tpu <= bound) | (a.isnan() & b.isnan())
         if not bool(ok.all()):
@@ -372,18 +366,13 @@ def _worker(args):
 
     import torch  # noqa: F401
     import torch_tpu  # noqa: F401
+    from .. import _isolate
     op_db = _op_db()
     warnings.filterwarnings("ignore")
-    with open(args.result, "a") as out:
-        for idx in range(args.start, args.end):
-            op = op_db[idx]
-            if args.ops and _key(op) not in args.ops and op.name not in args.ops:
-                continue
-            out.write(json.dumps({"begin": idx}) + "\n")
-            out.flush()
-            r = run_op(op, args.dtypes, args.samples, args.backward, args.verbose)
-            out.write(json.dumps({"done": idx, "op": _key(op), "result": r}) + "\n")
-            out.flush()
+    items = [(i, op_db[i]) for i in range(args.start, args.end)
+             if not args.ops or _key(op_db[i]) in args.ops or op_db[i].name in args.ops]
+    _isolate.work(args.result, items, lambda op, _: {
+        "op": _key(op), "result": run_op(op, args.dtypes, args.samples, args.backward, args.verbose)})
 
 
 # OpInfo entries per worker process: one process that compiles every op for
@@ -393,29 +382,84 @@ _CHUNK = 150
 
 
 def _drive(args):
-    from .. import _isolate
     op_db = _op_db()
+    only = [i for i, op in enumerate(op_db) if _key(op) in args.ops or op.name in args.ops] \
+        if args.ops else None
+    return drive_workers(args, [], len(op_db), lambda i: _key(op_db[i]), "op", "--ops", args.ops,
+                         args.dtypes, _CHUNK, only)
+
+
+# -- shared by the sections (ops.py, modules.py, ...) ---------------------------
+
+def add_common_arguments(ap, samples, samples_help, json_name):
+    """The options every section takes."""
+    ap.add_argument("--dtypes", default="float32,bfloat16")
+    ap.add_argument("--samples", type=int, default=samples, help=samples_help)
+    ap.add_argument("--no-backward", dest="backward", action="store_false",
+                    help="skip the gradient comparisons")
+    ap.add_argument("--fast", action="store_true", help="the CI slice")
+    ap.add_argument("--json", default=json_name)
+    ap.add_argument("--markdown", default="", help="write the report here")
+    ap.add_argument("--timeout", type=int, default=180, help="seconds without progress = hung")
+    ap.add_argument("--min-pass", type=float, default=0.0,
+                    help="exit 1 if a column's pass rate (%%) is below this")
+    ap.add_argument("-v", "--verbose", action="store_true")
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--start", type=int, default=0, help=argparse.SUPPRESS)
+    ap.add_argument("--end", type=int, default=0, help=argparse.SUPPRESS)
+    ap.add_argument("--result", default="", help=argparse.SUPPRESS)
+
+
+def drive_workers(args, section, count, name_of, key, names_flag, names, lost_columns, chunk,
+                  only=None):
+    """Runs a section's entries 0..count-1 (or those numbered in |only|) in
+    isolated worker processes (``python -m torch_tpu.coverage <section>
+    --worker ...``, torch_tpu._isolate); returns {name: result}. An entry
+    whose worker crashed or hung is an ``error`` in |lost_columns|."""
+    from .. import _isolate
     result_path = args.json + ".partial"
 
     def command(start, end):
-        cmd = [sys.executable, "-m", "torch_tpu.coverage", "--worker", "--start", str(start),
-               "--end", str(end), "--result", result_path, "--dtypes", ",".join(args.dtypes),
-               "--samples", str(args.samples)]
+        cmd = [sys.executable, "-m", "torch_tpu.coverage", *section, "--worker",
+               "--start", str(start), "--end", str(end), "--result", result_path,
+               "--dtypes", ",".join(args.dtypes), "--samples", str(args.samples)]
         if not args.backward:
             cmd.append("--no-backward")
-        if args.ops:
-            cmd += ["--ops", ",".join(args.ops)]
+        if names:
+            cmd += [names_flag, ",".join(sorted(names))]
         if args.verbose:
             cmd.append("-v")
         return cmd
 
     def lost(i, why):
-        return {"op": _key(op_db[i]), "result": {d: {"status": "error", "reason": why}
-                                                 for d in args.dtypes}}
+        return {key: name_of(i), "result": {c: {"status": "error", "reason": why}
+                                            for c in lost_columns}}
 
-    done = _isolate.run(command, len(op_db), result_path, args.timeout, lost, chunk=_CHUNK)
+    done = _isolate.run(command, count, result_path, args.timeout, lost, chunk=chunk, only=only)
     os.replace(result_path, args.json)
-    return {rec["op"]: rec["result"] for rec in done}
+    return {rec[key]: rec["result"] for rec in done}
+
+
+def summary_table(results, columns, noun, skips=False):
+    """Totals per column; with |skips|, the skipped entries are counted too."""
+    head = f"| column | {noun} counted | pass | mismatch | unsupported | error |" + \
+        (" skip |" if skips else "") + " pass rate |"
+    lines = [head, "|" + "---|" * (head.count("|") - 1)]
+    for col in columns:
+        c, counted = _totals(results, col)
+        rate = 100.0 * c["pass"] / counted if counted else 0.0
+        lines.append(f"| {col} | {counted} | {c['pass']} | {c['mismatch']} | {c['unsupported']} | "
+                     f"{c['error']} |" + (f" {c['skip']} |" if skips else "") + f" {rate:.1f}% |")
+    return "\n".join(lines)
+
+
+def lowest_pass_rate(results, columns):
+    worst = 100.0
+    for col in columns:
+        c, counted = _totals(results, col)
+        if counted:
+            worst = min(worst, 100.0 * c["pass"] / counted)
+    return worst
 
 
 def _totals(results, column):
@@ -428,15 +472,7 @@ def _totals(results, column):
 
 
 def report(results, dtypes, backward):
-    lines = ["| column | ops counted | pass | mismatch | unsupported | error | pass rate |",
-             "|---|---|---|---|---|---|---|"]
-    columns = list(dtypes) + (["backward"] if backward else [])
-    for col in columns:
-        c, counted = _totals(results, col)
-        rate = 100.0 * c["pass"] / counted if counted else 0.0
-        lines.append(f"| {col} | {counted} | {c['pass']} | {c['mismatch']} | {c['unsupported']} | "
-                     f"{c['error']} | {rate:.1f}% |")
-    return "\n".join(lines)
+    return summary_table(results, list(dtypes) + (["backward"] if backward else []), "ops")
 
 
 def details(results, columns):
@@ -495,23 +531,9 @@ def core_report():
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--dtypes", default="float32,bfloat16")
+    add_common_arguments(ap, 8, "max samples per op and dtype", "coverage.json")
     ap.add_argument("--ops", default="", help="comma-separated OpInfo names")
-    ap.add_argument("--samples", type=int, default=8, help="max samples per op and dtype")
-    ap.add_argument("--no-backward", dest="backward", action="store_false",
-                    help="skip the float32 gradient comparison")
-    ap.add_argument("--fast", action="store_true", help="the CI slice")
-    ap.add_argument("--json", default="coverage.json")
-    ap.add_argument("--markdown", default="", help="write the report here")
-    ap.add_argument("--timeout", type=int, default=180, help="seconds without progress = hung")
     ap.add_argument("--core", action="store_true", help="list torch.Tag.core ops without a rule")
-    ap.add_argument("--min-pass", type=float, default=0.0,
-                    help="exit 1 if a column's pass rate (%%) is below this")
-    ap.add_argument("-v", "--verbose", action="store_true")
-    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
-    ap.add_argument("--start", type=int, default=0, help=argparse.SUPPRESS)
-    ap.add_argument("--end", type=int, default=0, help=argparse.SUPPRESS)
-    ap.add_argument("--result", default="", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     args.dtypes = [d for d in args.dtypes.split(",") if d]
     args.ops = set(o for o in args.ops.split(",") if o)
@@ -539,12 +561,7 @@ def main(argv=None):
             f.write("# Op coverage: PyTorch OpInfo samples on tpu vs CPU\n\n")
             f.write(f"Command: `python -m torch_tpu.coverage {' '.join(sys.argv[1:])}`\n\n")
             f.write(summary + "\n\n" + details(results, columns) + "\n")
-    worst = 100.0
-    for col in columns:
-        c, counted = _totals(results, col)
-        if counted:
-            worst = min(worst, 100.0 * c["pass"] / counted)
-    return 1 if worst < args.min_pass else 0
+    return 1 if lowest_pass_rate(results, columns) < args.min_pass else 0
 
 
 if __name__ == "__main__":
