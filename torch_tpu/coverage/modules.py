@@ -67,12 +67,12 @@ progress for --timeout seconds) marks the module ``error`` in every column.
 import argparse
 import collections
 import copy
-import os
 import sys
 import time
 
-from .ops import (TOLERANCES, _classify_exception, _compare, _flatten,
-                  add_common_arguments, drive_workers, lowest_pass_rate, summary_table)
+from .ops import (TOLERANCES, _classify_exception, _compare, _flatten, add_common_arguments,
+                  details, drive_workers, load_testing_db, lowest_pass_rate, section_worker,
+                  summary_table)
 
 # The CI slice: the common layer families, recurrent cells included.
 FAST_MODULES = [
@@ -88,13 +88,7 @@ _MEMFORMAT_TEST = "test_memory_format"
 
 
 def _module_db():
-    try:
-        from torch.testing._internal.common_modules import module_db
-    except ModuleNotFoundError as e:
-        raise SystemExit(f"torch_tpu.coverage: PyTorch's ModuleInfo samples (torch.testing._internal) "
-                         f"need the '{e.name}' package, which is not installed: "
-                         f"pip install {e.name} (./setup.sh installs it)") from None
-    return module_db
+    return load_testing_db("common_modules", "module_db", "ModuleInfo")
 
 
 def _columns(dtypes, backward):
@@ -551,38 +545,13 @@ def run_module(info, dtypes, max_samples, backward, heartbeat=lambda: None, verb
 # -- driver ------------------------------------------------------------------------
 
 def _worker(args):
-    os.environ["TORCH_TPU_FALLBACK"] = "0"
-    import warnings
-
-    import torch  # noqa: F401
-
-    import torch_tpu  # noqa: F401
-    from .. import _isolate
-    db = _module_db()
-    warnings.filterwarnings("ignore")
-    items = [(i, db[i]) for i in range(args.start, args.end)
-             if not args.names or db[i].name in args.names]
-    _isolate.work(args.result, items, lambda info, progress: {
-        "module": info.name,
-        "result": run_module(info, args.dtypes, args.samples, args.backward, progress, args.verbose)})
+    section_worker(args, _module_db, lambda info: not args.names or info.name in args.names,
+                   lambda info, progress: {"module": info.name, "result": run_module(
+                       info, args.dtypes, args.samples, args.backward, progress, args.verbose)})
 
 
 # Modules per worker process: bounds the executables one process holds.
 _CHUNK = 16
-
-
-def details(results, columns):
-    rows = ["| module | " + " | ".join(columns) + " | samples passed | first problem |",
-            "|---|" + "---|" * len(columns) + "---|---|"]
-    for name in sorted(results):
-        r = results[name]
-        cells = [r.get(c, {}).get("status", "-") for c in columns]
-        passed = sum(r.get(c, {}).get("samples", {}).get("pass", 0) for c in columns)
-        reason = next((f"{c}: " + r[c].get("reason", "") for c in columns
-                       if c in r and r[c]["status"] not in ("pass", "skip")), "")
-        rows.append(f"| {name} | " + " | ".join(cells) + f" | {passed} | "
-                    + reason.replace("|", "/")[:200] + " |")
-    return "\n".join(rows)
 
 
 def main(argv=None):
@@ -601,10 +570,9 @@ def main(argv=None):
     if args.worker:
         return _worker(args)
     t0 = time.time()
-    db = _module_db()
-    only = [i for i, info in enumerate(db) if info.name in args.names] if args.names else None
-    results = drive_workers(args, ["--modules"], len(db), lambda i: db[i].name, "module", "--names",
-                            args.names, _columns(args.dtypes, args.backward), _CHUNK, only)
+    results = drive_workers(args, ["--modules"], _module_db(), lambda info: info.name in args.names,
+                            lambda info: info.name, "module", "--names", args.names,
+                            _columns(args.dtypes, args.backward), _CHUNK)
     columns = _columns(args.dtypes, args.backward)
     summary = summary_table(results, columns, "modules", skips=True)
     print(summary)
@@ -620,5 +588,5 @@ def main(argv=None):
                     f"torch {torch.__version__}; {time.time() - t0:.0f} s)\n\n")
             f.write("Statuses and tolerances: see `torch_tpu/coverage/modules.py`. "
                     "\"samples passed\" counts sample comparisons over all columns.\n\n")
-            f.write(summary + "\n\n" + details(results, columns) + "\n")
+            f.write(summary + "\n\n" + details(results, columns, "module", True, 200) + "\n")
     return 1 if lowest_pass_rate(results, columns) < args.min_pass else 0

@@ -348,30 +348,29 @@ def _run_samples(op, dtype, dtype_name, max_samples, backward, verbose):
 
 # -- driver ---------------------------------------------------------------------
 
-def _op_db():
+def load_testing_db(module, name, what):
+    """PyTorch's test database torch.testing._internal.<module>.<name>."""
     # torch.testing._internal imports test-only packages (expecttest) that a
     # torch install does not bring: say which, instead of a traceback.
+    import importlib
     try:
-        from torch.testing._internal.common_methods_invocations import op_db
+        return getattr(importlib.import_module(f"torch.testing._internal.{module}"), name)
     except ModuleNotFoundError as e:
-        raise SystemExit(f"torch_tpu.coverage: PyTorch's OpInfo samples (torch.testing._internal) "
+        raise SystemExit(f"torch_tpu.coverage: PyTorch's {what} samples (torch.testing._internal) "
                          f"need the '{e.name}' package, which is not installed: "
                          f"pip install {e.name} (./setup.sh installs it)") from None
-    return op_db
+
+
+def _op_db():
+    return load_testing_db("common_methods_invocations", "op_db", "OpInfo")
+
+
+def _chosen(args):
+    return lambda op: not args.ops or _key(op) in args.ops or op.name in args.ops
 
 
 def _worker(args):
-    os.environ["TORCH_TPU_FALLBACK"] = "0"
-    import warnings
-
-    import torch  # noqa: F401
-    import torch_tpu  # noqa: F401
-    from .. import _isolate
-    op_db = _op_db()
-    warnings.filterwarnings("ignore")
-    items = [(i, op_db[i]) for i in range(args.start, args.end)
-             if not args.ops or _key(op_db[i]) in args.ops or op_db[i].name in args.ops]
-    _isolate.work(args.result, items, lambda op, _: {
+    section_worker(args, _op_db, _chosen(args), lambda op, _: {
         "op": _key(op), "result": run_op(op, args.dtypes, args.samples, args.backward, args.verbose)})
 
 
@@ -383,10 +382,8 @@ _CHUNK = 150
 
 def _drive(args):
     op_db = _op_db()
-    only = [i for i, op in enumerate(op_db) if _key(op) in args.ops or op.name in args.ops] \
-        if args.ops else None
-    return drive_workers(args, [], len(op_db), lambda i: _key(op_db[i]), "op", "--ops", args.ops,
-                         args.dtypes, _CHUNK, only)
+    return drive_workers(args, [], op_db, _chosen(args), _key, "op", "--ops", args.ops,
+                         args.dtypes, _CHUNK)
 
 
 # -- shared by the sections (ops.py, modules.py, ...) ---------------------------
@@ -410,12 +407,27 @@ def add_common_arguments(ap, samples, samples_help, json_name):
     ap.add_argument("--result", default="", help=argparse.SUPPRESS)
 
 
-def drive_workers(args, section, count, name_of, key, names_flag, names, lost_columns, chunk,
-                  only=None):
-    """Runs a section's entries 0..count-1 (or those numbered in |only|) in
-    isolated worker processes (``python -m torch_tpu.coverage <section>
-    --worker ...``, torch_tpu._isolate); returns {name: result}. An entry
-    whose worker crashed or hung is an ``error`` in |lost_columns|."""
+def section_worker(args, load_db, chosen, fn):
+    """A section's worker process: the CPU fallback off, warnings quiet, the
+    chosen entries numbered args.start to args.end - 1 through |fn| (see
+    torch_tpu._isolate.work)."""
+    os.environ["TORCH_TPU_FALLBACK"] = "0"
+    import warnings
+
+    import torch_tpu  # noqa: F401
+    from .. import _isolate
+    db = load_db()
+    warnings.filterwarnings("ignore")
+    items = [(i, db[i]) for i in range(args.start, args.end) if chosen(db[i])]
+    _isolate.work(args.result, items, fn)
+
+
+def drive_workers(args, section, db, chosen, name_of, key, names_flag, names, lost_columns, chunk):
+    """Runs a section's chosen entries of |db| in isolated worker processes
+    (``python -m torch_tpu.coverage <section> --worker ...``, torch_tpu._isolate,
+    started only for ranges that hold chosen entries); returns {name:
+    result}. An entry whose worker crashed or hung is an ``error`` in
+    |lost_columns|."""
     from .. import _isolate
     result_path = args.json + ".partial"
 
@@ -432,10 +444,11 @@ def drive_workers(args, section, count, name_of, key, names_flag, names, lost_co
         return cmd
 
     def lost(i, why):
-        return {key: name_of(i), "result": {c: {"status": "error", "reason": why}
-                                            for c in lost_columns}}
+        return {key: name_of(db[i]), "result": {c: {"status": "error", "reason": why}
+                                                for c in lost_columns}}
 
-    done = _isolate.run(command, count, result_path, args.timeout, lost, chunk=chunk, only=only)
+    only = [i for i, e in enumerate(db) if chosen(e)] if names else None
+    done = _isolate.run(command, len(db), result_path, args.timeout, lost, chunk=chunk, only=only)
     os.replace(result_path, args.json)
     return {rec[key]: rec["result"] for rec in done}
 
@@ -475,15 +488,22 @@ def report(results, dtypes, backward):
     return summary_table(results, list(dtypes) + (["backward"] if backward else []), "ops")
 
 
-def details(results, columns):
-    rows = ["| op | " + " | ".join(columns) + " | first problem |",
-            "|---|" + "---|" * len(columns) + "---|"]
+def details(results, columns, noun="op", passed_samples=False, width=160):
+    """A row per entry: its status per column, then the first problem (named
+    by its column when |passed_samples|, which also counts the passing
+    sample comparisons over all columns)."""
+    extra = " samples passed |" if passed_samples else ""
+    rows = [f"| {noun} | " + " | ".join(columns) + f" |{extra} first problem |",
+            "|---|" + "---|" * len(columns) + ("---|" if passed_samples else "") + "---|"]
     for name in sorted(results):
         r = results[name]
         cells = [r.get(c, {}).get("status", "-") for c in columns]
-        reason = next((r[c].get("reason", "") for c in columns
-                       if c in r and r[c]["status"] not in ("pass", "skip")), "")
-        rows.append(f"| {name} | " + " | ".join(cells) + " | " + reason.replace("|", "/")[:160] + " |")
+        reason = next(((f"{c}: " if passed_samples else "") + r[c].get("reason", "")
+                       for c in columns if c in r and r[c]["status"] not in ("pass", "skip")), "")
+        passed = sum(r.get(c, {}).get("samples", {}).get("pass", 0) for c in columns)
+        rows.append(f"| {name} | " + " | ".join(cells) + " |"
+                    + (f" {passed} |" if passed_samples else "")
+                    + " " + reason.replace("|", "/")[:width] + " |")
     return "\n".join(rows)
 
 
