@@ -5,22 +5,28 @@ A worker started with ``command(start, end)`` handles items ``start`` to
 ``end - 1`` (at most ``chunk`` of them: a fresh process per chunk bounds what
 one process accumulates, such as compiled executables) and appends JSON lines
 to ``result_path``: ``{"begin": i}`` before item ``i`` and ``{"done": i, ...}``
-after it. If the worker dies, or the file does not grow for ``timeout``
+after it (other lines, such as ``{}`` written as progress within an item,
+only count as progress). If the worker dies, or the file does not grow for ``timeout``
 seconds, the item it had begun is recorded through ``lost(i, why)`` (a
 JSON-able dict to append) and a new worker resumes after it."""
+import bisect
 import json
 import os
 import subprocess
 import time
 
 
-def run(command, n, result_path, timeout, lost, chunk=None):
-    """Returns the ``done`` records, in file order."""
+def run(command, n, result_path, timeout, lost, chunk=None, only=None):
+    """Returns the ``done`` records, in file order. With |only| (item
+    numbers), workers start only for ranges that hold some of them (a worker
+    skips the others), and a chunk counts that many of them."""
     if os.path.exists(result_path):
         os.remove(result_path)
-    start = 0
-    while start < n:
-        end = min(start + chunk, n) if chunk else n
+    todo = sorted(set(only)) if only is not None else range(n)
+    pos = 0
+    while pos < len(todo):
+        part = todo[pos:pos + chunk] if chunk else todo[pos:]
+        start, end = part[0], part[-1] + 1
         proc = subprocess.Popen(command(start, end))
         last_size, last_change = -1, time.time()
         while proc.poll() is None:
@@ -36,16 +42,32 @@ def run(command, n, result_path, timeout, lost, chunk=None):
         for rec in _records(result_path):
             if "begin" in rec:
                 begun = rec["begin"]
-            else:
+            elif "done" in rec:
                 done.add(rec["done"])
         if proc.returncode == 0 or begun is None or begun < start or begun in done:
-            start = end  # the chunk is finished, or the worker died between items
+            pos += len(part)  # the chunk is finished, or the worker died between items
             continue
         why = "hung" if proc.returncode == -9 else f"worker crashed (exit {proc.returncode})"
         with open(result_path, "a") as f:
             f.write(json.dumps({"done": begun, **lost(begun, why)}) + "\n")
-        start = begun + 1
+        pos = bisect.bisect_right(todo, begun)
     return [rec for rec in _records(result_path) if "done" in rec]
+
+
+def work(result_path, items, fn):
+    """The worker side of run(): for each (i, item) of |items|, appends
+    ``{"begin": i}``, then ``{"done": i, **fn(item, progress)}``; |fn| may call
+    ``progress()`` within a long item so that it does not read as hung."""
+    with open(result_path, "a") as out:
+        def progress():
+            out.write("{}\n")
+            out.flush()
+
+        for i, item in items:
+            out.write(json.dumps({"begin": i}) + "\n")
+            out.flush()
+            out.write(json.dumps({"done": i, **fn(item, progress)}) + "\n")
+            out.flush()
 
 
 def _records(path):

@@ -71,8 +71,8 @@ LW_DECLARE_TABLE(grid);  // grid sampling (rules_grid.c)
 LW_DECLARE_TABLE(view);  // view ops as values, for compiled graphs (rules_view.c)
 // margin losses, rrelu, embedding_renorm (rules_margin_rrelu_renorm.c)
 LW_DECLARE_TABLE(margin_rrelu_renorm);
-// weight norm, the fused LSTM cell (rules_weight_norm_lstm.c)
-LW_DECLARE_TABLE(weight_norm_lstm);
+// weight norm, the fused LSTM and GRU cells (rules_weight_norm_rnn_cells.c)
+LW_DECLARE_TABLE(weight_norm_rnn_cells);
 LW_DECLARE_TABLE(optim);  // fused optimizer steps (rules_optim.c)
 LW_DECLARE_TABLE(ctc);    // CTC loss and its gradient (rules_ctc.c)
 

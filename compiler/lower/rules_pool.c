@@ -560,6 +560,92 @@ static tpr_status_t adaptive_max(lw_ctx_t* ctx, int ns) {
 static tpr_status_t lower_adaptive_max2d(lw_ctx_t* c) { return adaptive_max(c, 2); }
 static tpr_status_t lower_adaptive_max3d(lw_ctx_t* c) { return adaptive_max(c, 3); }
 
+// fractional_max_pool{2,3}d(self, kernel_size, output_size, random_samples)
+// -> (out, indices). Each plane (leading index p) has its own windows: along
+// spatial dim d, with u its random sample, alpha = (in - k) / (out - 1) and
+// window i starting at trunc((i + u) * alpha) - trunc(u * alpha), the last
+// at in - k. The samples are ordered [W, H] in 2-d and [T, H, W] in 3-d, as
+// the CPU kernel reads them, and the starts are computed in the input dtype
+// as it does (each bf16 step rounded: an optimization barrier keeps XLA from
+// skipping the roundings). Windows are gathered by flat position within the
+// plane; the first maximum wins.
+static tpr_status_t fractional_max(lw_ctx_t* ctx, int ns) {
+  tpr_type_t xt;
+  TPR_RETURN_IF_ERROR(spatial_input(ctx, 0, ns, &xt));
+  const tpr_type_t* st = lw_arg_type(ctx, 3);
+  int64_t k[MAXS], out[MAXS];
+  if (!ilist(ctx, 1, ns, 1, k) || !ilist(ctx, 2, ns, 1, out) || !st || ctx->num_outs != 2)
+    return lw_fail(ctx, TPR_INVALID_ARGUMENT, "needs kernel_size, output_size and samples");
+  tpr_graph_t* g = G;
+  const int nb = xt.rank - ns;
+  int64_t planes = 1, plane = 1, nwin = 1, nout = 1;
+  for (int i = 0; i < nb; i++) planes *= xt.dims[i];
+  for (int d = 0; d < ns; d++) {
+    int64_t in = xt.dims[nb + d];
+    if (k[d] < 1 || out[d] < 1 || out[d] + k[d] - 1 > in)
+      return lw_fail(ctx, TPR_INVALID_ARGUMENT, "pool size too large for the input");
+    plane *= in, nwin *= k[d], nout *= out[d];
+  }
+  // Plane p reads sample row p (an unbatched input reads batch 0's rows).
+  int64_t rows = 1;
+  for (int i = 0; i + 1 < st->rank; i++) rows *= st->dims[i];
+  if (st->rank < 1 || st->dims[st->rank - 1] != ns || rows < planes)
+    return lw_fail(ctx, TPR_INVALID_ARGUMENT, "random_samples must hold %lld rows of %d",
+                   (long long)planes, ns);
+  const tpr_dtype_t sd = ctx->out_types[0].dtype;  // the CPU computes starts in it
+  int64_t sdims[2] = {rows, ns}, r0[2] = {0, 0}, r1[2] = {planes, ns}, r1s[2] = {1, 1};
+  tpr_value_t samples = tpr_slice(g, tpr_reshape(g, lw_cast(g, lw_value(ctx, 3), sd), 2, sdims),
+                                  r0, r1, r1s);
+  const bool narrow = sd == TPR_DTYPE_BF16 || sd == TPR_DTYPE_F16;
+  // Full index space [P, out..., k...]; flat positions add up over the dims.
+  int64_t full[TPR_MAX_RANK];
+  if (1 + 2 * ns > TPR_MAX_RANK) return lw_fail(ctx, TPR_UNIMPLEMENTED, "too many dims");
+  full[0] = planes;
+  for (int d = 0; d < ns; d++) full[1 + d] = out[d], full[1 + ns + d] = k[d];
+  tpr_value_t pos = TPR_VALUE_NONE;
+  int64_t stride = plane;
+  for (int d = 0; d < ns; d++) {
+    int64_t in = xt.dims[nb + d];
+    stride /= in;
+    int col = ns == 2 ? 1 - d : d;  // 2-d samples are [W, H]
+    int64_t s0[2] = {0, col}, s1[2] = {planes, col + 1}, one[2] = {1, 1};
+    int64_t pd[2] = {planes, out[d]};
+    tpr_type_t pt = tpr_type_make(sd, 2, pd);
+    tpr_value_t u = tpr_broadcast_to(g, tpr_slice(g, samples, s0, s1, one), 2, pd);
+    tpr_value_t alpha = lw_div(g, lw_full(g, (double)(in - k[d]), sd, &pt),
+                               lw_full(g, (double)(out[d] > 1 ? out[d] - 1 : 1), sd, &pt));
+    tpr_value_t i = tpr_convert(g, tpr_iota(g, tpr_type_make(TPR_DTYPE_S64, 2, pd), 1), sd);
+    tpr_value_t a = lw_add(g, i, u), b = lw_mul(g, u, alpha);
+    if (narrow) a = tpr_optimization_barrier(g, a), alpha = tpr_optimization_barrier(g, alpha);
+    a = lw_mul(g, a, alpha);
+    if (narrow) a = tpr_optimization_barrier(g, a), b = tpr_optimization_barrier(g, b);
+    tpr_value_t start = lw_sub(g, tpr_convert(g, a, TPR_DTYPE_S64), tpr_convert(g, b, TPR_DTYPE_S64));
+    tpr_value_t is_last = lw_cmpk(g, TPR_CMP_EQ, tpr_iota(g, tpr_type_make(TPR_DTYPE_S64, 2, pd), 1),
+                                  (double)(out[d] - 1));
+    start = lw_sel(g, is_last, lw_k(g, start, (double)(in - k[d])), start);
+    // start[p, o] + j, at dims (0, 1 + d, 1 + ns + d) of the full space
+    int64_t wd[3] = {planes, out[d], k[d]}, bdims[3] = {0, 1 + d, 1 + ns + d};
+    int64_t sd3[3] = {planes, out[d], 1};
+    tpr_value_t w = lw_add(g, tpr_broadcast_to(g, tpr_reshape(g, start, 3, sd3), 3, wd),
+                           tpr_iota(g, tpr_type_make(TPR_DTYPE_S64, 3, wd), 2));
+    w = lw_mul(g, w, lw_k(g, w, (double)stride));
+    w = tpr_broadcast_in_dim(g, w, 1 + 2 * ns, full, bdims);
+    pos = d == 0 ? w : lw_add(g, pos, w);
+  }
+  int64_t flat[2] = {planes, nout * nwin}, win[3] = {planes, nout, nwin}, xd[2] = {planes, plane};
+  tpr_value_t x = tpr_reshape(g, lw_cast(g, lw_value(ctx, 0), xt.dtype), 2, xd);
+  tpr_value_t posw = tpr_reshape(g, pos, 3, win);
+  tpr_value_t xw = tpr_reshape(g, tpr_gather_along(g, x, 1, tpr_reshape(g, pos, 2, flat)), 3, win);
+  tpr_value_t vals, kidx;
+  tpr_argreduce(g, xw, 2, true, &vals, &kidx);
+  int64_t kd[3] = {planes, nout, 1};
+  lw_set(ctx, 0, vals);
+  lw_set(ctx, 1, tpr_gather_along(g, posw, 2, tpr_reshape(g, kidx, 3, kd)));
+  return lw_done(ctx);
+}
+static tpr_status_t lower_fractional_max2d(lw_ctx_t* c) { return fractional_max(c, 2); }
+static tpr_status_t lower_fractional_max3d(lw_ctx_t* c) { return fractional_max(c, 3); }
+
 // Scatter-adds grad_output (arg 0) at |indices| (flat positions within the
 // input plane of self, arg 1) into zeros of self's shape.
 static tpr_status_t scatter_back(lw_ctx_t* ctx, int ns, int indices_arg) {
@@ -591,6 +677,10 @@ static tpr_status_t lower_max_pool3d_bw(lw_ctx_t* c) { return scatter_back(c, 3,
 // adaptive_max_pool{2,3}d_backward(grad_output, self, indices)
 static tpr_status_t lower_adaptive_max2d_bw(lw_ctx_t* c) { return scatter_back(c, 2, 2); }
 static tpr_status_t lower_adaptive_max3d_bw(lw_ctx_t* c) { return scatter_back(c, 3, 2); }
+// fractional_max_pool{2,3}d_backward(grad_output, self, kernel_size,
+// output_size, indices)
+static tpr_status_t lower_fractional_max2d_bw(lw_ctx_t* c) { return scatter_back(c, 2, 4); }
+static tpr_status_t lower_fractional_max3d_bw(lw_ctx_t* c) { return scatter_back(c, 3, 4); }
 
 //===--- average pooling ---------------------------------------------------===//
 
@@ -845,6 +935,10 @@ LW_DEFINE_TABLE(pool,
     OUT2("adaptive_max_pool3d", lower_adaptive_max3d, "out"),
     OUT2("adaptive_max_pool2d_backward", lower_adaptive_max2d_bw, "grad_input"),
     OUT2("adaptive_max_pool3d_backward", lower_adaptive_max3d_bw, "grad_input"),
+    OUT2("fractional_max_pool2d", lower_fractional_max2d, "output"),
+    OUT2("fractional_max_pool3d", lower_fractional_max3d, "output"),
+    OUT2("fractional_max_pool2d_backward", lower_fractional_max2d_bw, "grad_input"),
+    OUT2("fractional_max_pool3d_backward", lower_fractional_max3d_bw, "grad_input"),
     OUT2("max_pool2d_with_indices", lower_max_pool2d, "out"),
     OUT2("max_pool3d_with_indices", lower_max_pool3d, "out"),
     OUT2("max_pool2d_with_indices_backward", lower_max_pool2d_bw, "grad_input"),

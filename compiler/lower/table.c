@@ -40,7 +40,7 @@ static const group_t kGroups[] = {
     {lw_rules_grid, &lw_rules_grid_count},
     {lw_rules_view, &lw_rules_view_count},
     {lw_rules_margin_rrelu_renorm, &lw_rules_margin_rrelu_renorm_count},
-    {lw_rules_weight_norm_lstm, &lw_rules_weight_norm_lstm_count},
+    {lw_rules_weight_norm_rnn_cells, &lw_rules_weight_norm_rnn_cells_count},
     {lw_rules_optim, &lw_rules_optim_count},
     {lw_rules_ctc, &lw_rules_ctc_count},
 };

@@ -449,6 +449,65 @@ void empty_eval_batch_norm_stats(const c10::FunctionSchema& schema,
       returns[i] = at::empty({0}, returns[i].toTensor().options());
 }
 
+// multilabel_margin_loss_forward of a 1-d input with reduction 'none': the
+// CPU kernel returns a 0-d loss, PyTorch's meta kernel (its decomposition,
+// which makes the input 2-d) a [1] one. tpu returns what the CPU does.
+void unbatched_multilabel_loss_is_0d(const c10::FunctionSchema& schema,
+                                     const torch::jit::Stack& args, torch::jit::Stack& returns) {
+  if (schema.name() != "aten::multilabel_margin_loss_forward" || !schema.overload_name().empty() ||
+      args.size() < 3 || !args[0].isTensor() || !args[2].isInt() || returns.empty() ||
+      !returns[0].isTensor())
+    return;
+  if (args[0].toTensor().dim() <= 1 && args[2].toInt() == 0)
+    returns[0] = at::empty({}, returns[0].toTensor().options());
+}
+
+// Layouts the CPU and CUDA kernels choose but PyTorch's meta kernels do not:
+// a convolution's output is channels-last when its input or weight is (as
+// cuDNN and oneDNN lay it out), and 2-d/3-d reflection and replication
+// padding (and their gradients) keep their input's channels-last layout.
+// nn.Conv2d(...).to(memory_format=torch.channels_last) then gives
+// channels-last results on tpu as on the CPU, which PyTorch's module
+// memory-format tests expect. Values are the same either way. Structured
+// ops reach us through their out= overload with a contiguous out tensor:
+// its meta twin is restrided here, and the real one after it (step 2 of
+// run_kernel), as the CPU kernels restride theirs.
+void channels_last_results(const c10::FunctionSchema& schema, torch::jit::Stack& args,
+                           torch::jit::Stack& returns) {
+  static const std::set<std::string> pads = {
+      "aten::reflection_pad2d", "aten::reflection_pad3d", "aten::replication_pad2d",
+      "aten::replication_pad3d", "aten::reflection_pad2d_backward",
+      "aten::reflection_pad3d_backward", "aten::replication_pad2d_backward",
+      "aten::replication_pad3d_backward"};
+  const std::string& n = schema.name();
+  std::vector<size_t> sources;  // the arguments whose layout the result follows
+  if (n == "aten::convolution")
+    sources = {0, 1};
+  else if (pads.count(n))
+    sources = {n.size() > 9 && n.compare(n.size() - 9, 9, "_backward") == 0 ? size_t{1} : size_t{0}};
+  else
+    return;
+  c10::IValue* slot = returns.empty() ? nullptr : &returns[0];
+  const auto& sargs = schema.arguments();
+  for (size_t i = 0; i < sargs.size() && i < args.size(); i++)
+    if (sargs[i].is_out()) slot = &args[i];
+  if (!slot || !slot->isTensor()) return;
+  const at::Tensor out = slot->toTensor();
+  if (out.dim() != 4 && out.dim() != 5) return;
+  const auto cl = out.dim() == 4 ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::ChannelsLast3d;
+  for (size_t i : sources) {
+    if (i >= args.size() || !args[i].isTensor()) continue;
+    const at::Tensor& t = args[i].toTensor();
+    if (t.dim() != out.dim() || t.suggest_memory_format() != cl) continue;
+    if (out.is_contiguous(cl)) return;
+    at::Tensor relaid = at::empty(out.sizes(), out.options().memory_format(cl));
+    *slot = relaid;
+    if (!returns.empty() && returns[0].isTensor() && returns[0].toTensor().is_same(out))
+      returns[0] = relaid;
+    return;
+  }
+}
+
 std::shared_ptr<const MetaResult> run_meta(const c10::OperatorHandle& op,
                                            const torch::jit::Stack& args,
                                            size_t nargs) {
@@ -484,6 +543,7 @@ std::shared_ptr<const MetaResult> run_meta(const c10::OperatorHandle& op,
   if (auto fast = fast_meta(schema, meta)) {
     r->args = std::move(meta);
     r->returns = std::move(*fast);
+    channels_last_results(schema, r->args, r->returns);
     return r;
   }
   r->args = meta;  // the call replaces the arguments by the returns
@@ -495,6 +555,8 @@ std::shared_ptr<const MetaResult> run_meta(const c10::OperatorHandle& op,
   op.redispatchBoxed(c10::DispatchKeySet(key), &meta);
   r->returns = std::move(meta);
   empty_eval_batch_norm_stats(schema, args, r->returns);
+  unbatched_multilabel_loss_is_0d(schema, args, r->returns);
+  channels_last_results(schema, r->args, r->returns);
   return r;
 }
 
@@ -762,7 +824,9 @@ TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
 
 // Some ops have CompositeExplicitAutograd kernels, which a backend without
 // its own kernel inherits: foreach ops split into one op (and one executable
-// run) per tensor, native_layer_norm decomposes through batch_norm, and
+// run) per tensor, native_layer_norm decomposes through batch_norm,
+// native_group_norm views its input as if contiguous (a channels-last one
+// fails, though group_norm hands it over as on the CPU), and
 // convolutions end in convolution_overrideable, which has no meta kernel to
 // give result types. Claiming them for tpu runs each as one graph through
 // its rule; native_group_norm decomposes through view(), which refuses the

@@ -98,6 +98,13 @@ at::Tensor multinomial_meta(const at::Tensor& self, int64_t n, bool replacement,
 std::optional<at::Tensor> OptT(const Stack& a, size_t i) {
   return a[i].isNone() ? std::nullopt : std::optional<at::Tensor>(a[i].toTensor());
 }
+// NLL losses' class weights must have the input's dtype: the CPU and CUDA
+// kernels say so (with an empty input too); PyTorch's meta kernels do not check.
+void check_nll_weight(const Stack& a, size_t self, size_t weight) {
+  if (a[weight].isNone() || !T(a, weight).defined()) return;
+  const auto want = T(a, self).scalar_type(), got = T(a, weight).scalar_type();
+  TORCH_CHECK(want == got, "expected scalar type ", want, " but found ", got);
+}
 
 // Out= overloads: PyTorch runs a structured op's functional form on a
 // backend through its out= overload, so these are the forms that reach us.
@@ -156,9 +163,26 @@ std::unordered_map<std::string, Fn> make_table() {
            at::meta::nll_loss_backward_outf(T(a, 0), T(a, 1), T(a, 2), OptT(a, 3), a[4].toInt(),
                                             a[5].toInt(), T(a, 6), M(a, 7))),
       {"aten::nll_loss_forward.output", [](Stack& a) -> Stack {
+         check_nll_weight(a, 0, 2);
          auto r = at::meta::nll_loss_forward_outf(T(a, 0), T(a, 1), OptT(a, 2), a[3].toInt(),
                                                   a[4].toInt(), M(a, 5), M(a, 6));
          return {std::get<0>(r), std::get<1>(r)};
+       }},
+      {"aten::nll_loss2d_forward", [](Stack& a) -> Stack {
+         check_nll_weight(a, 0, 2);
+         return {};  // PyTorch's meta gives the results
+       }},
+      // multi_margin_loss's target: one class per input row, with the CPU
+      // kernel's message (PyTorch's meta words it differently).
+      {"aten::multi_margin_loss", [](Stack& a) -> Stack {
+         const auto& in = T(a, 0);
+         const auto& target = T(a, 1);
+         const int64_t rows = in.dim() <= 1 ? 1 : in.size(0);
+         TORCH_CHECK(target.dim() <= 1 && target.numel() == rows,
+                     "multi_margin_loss: target tensor should be 1-D with size equal to the "
+                     "number of input samples (batch size). Expected target size [", rows,
+                     "], but got ", target.sizes(), ". Input has shape ", in.sizes(), ".");
+         return {};
        }},
       // Functional and in-place forms of the ops Dispatch.cpp claims.
       OUT1("aten::add.Tensor", at::meta::add(T(a, 0), T(a, 1), a[2].toScalar())),

@@ -6,7 +6,9 @@
 #include <ATen/native/Resize.h>
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/as_strided_native.h>
+#include <ATen/ops/arange.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/lt.h>
 #include <ATen/ExpandUtils.h>
 #include <ATen/ops/eq.h>
 #include <ATen/ops/ne.h>
@@ -307,6 +309,19 @@ at::Tensor repeat_interleave_tensor(const at::Tensor& repeats,
   return marks.slice(0, 0, total).cumsum(0).to(repeats.scalar_type());
 }
 
+// Whether each row of a (batch, seq) padding mask is left-aligned: its
+// trues, then only falses. TransformerEncoder asks this in evaluation before
+// choosing its nested-tensor fast path; the answer is one host read.
+bool nested_tensor_from_mask_left_aligned(const at::Tensor& t, const at::Tensor& mask) {
+  TORCH_CHECK(mask.scalar_type() == at::kBool, "Expected mask to be of type bool, got ",
+              mask.scalar_type());
+  TORCH_CHECK(mask.dim() == 2, "Padding mask should be 2D");
+  TORCH_CHECK(t.dim() == 3, "Input should be 3D");
+  at::Tensor lengths = mask.to(at::kLong).sum(1, /*keepdim=*/true);
+  at::Tensor positions = at::arange(mask.size(1), mask.options().dtype(at::kLong));
+  return torch_tpu::equal(at::lt(positions, lengths), mask);
+}
+
 // Sparse layouts do not exist on tpu (storages are dense device buffers).
 at::Tensor no_sparse(const at::Tensor&) {
   TORCH_CHECK_NOT_IMPLEMENTED(false, "sparse layouts are not supported on tpu "
@@ -317,6 +332,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_unique", unique_legacy);
   m.impl("unique_consecutive", unique_consecutive);
   m.impl("repeat_interleave.Tensor", repeat_interleave_tensor);
+  m.impl("_nested_tensor_from_mask_left_aligned", nested_tensor_from_mask_left_aligned);
   m.impl("_to_sparse", [](const at::Tensor& t, std::optional<c10::Layout>,
                           at::OptionalIntArrayRef, std::optional<int64_t>) { return no_sparse(t); });
   m.impl("_to_sparse.sparse_dim", [](const at::Tensor& t, int64_t) { return no_sparse(t); });

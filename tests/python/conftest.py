@@ -42,3 +42,20 @@ def run_python(code, env=None, timeout=120):
     e.update(env or {})
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           env=e, timeout=timeout)
+
+
+def run_coverage(args, json_path, key, timeout=900):
+    """Runs ``python -m torch_tpu.coverage *args`` writing |json_path|;
+    returns (CompletedProcess, {entry name: its result}), entries named by
+    the records' |key| ("op", "module")."""
+    proc = subprocess.run([sys.executable, "-m", "torch_tpu.coverage", *args, "--json",
+                           str(json_path)], capture_output=True, text=True, timeout=timeout)
+    results = {}
+    if os.path.exists(json_path):
+        import json
+        with open(json_path) as f:
+            for line in f:
+                rec = json.loads(line)
+                if key in rec:
+                    results[rec[key]] = rec["result"]
+    return proc, results

@@ -2,21 +2,12 @@
 common ops across families, PyTorch's own sample inputs, fallback off.
 Forward must pass everywhere; the backward column may trail slightly while
 gradient rules are completed (the full run's totals live in docs/coverage.md)."""
-import json
-import subprocess
-import sys
+from conftest import run_coverage
 
 
 def test_fast_slice(tmp_path):
-    out = tmp_path / "fast.json"
-    r = subprocess.run([sys.executable, "-m", "torch_tpu.coverage", "--fast", "--json", str(out)],
-                       capture_output=True, text=True, timeout=900)
+    r, results = run_coverage(["--fast"], tmp_path / "fast.json", "op")
     assert r.returncode == 0, r.stdout + r.stderr
-    results = {}
-    for line in out.read_text().splitlines():
-        rec = json.loads(line)
-        if "op" in rec:
-            results[rec["op"]] = rec["result"]
     assert len(results) >= 50, r.stdout
     for column, floor in (("float32", 1.0), ("bfloat16", 1.0), ("backward", 0.95)):
         statuses = [v[column]["status"] for v in results.values() if column in v]

@@ -45,3 +45,31 @@ def test_complex_sequences_are_cleanly_unsupported(monkeypatch, make):
     monkeypatch.setenv("TORCH_TPU_FALLBACK", "0")
     with pytest.raises(NotImplementedError, match=r"aten::\w+.*c64.*not supported"):
         make()
+
+
+@pytest.mark.parametrize("rows", [0, 2])
+def test_nll_loss_weight_dtype_must_match_the_input(rows):
+    # The CPU and CUDA kernels reject class weights of another dtype, even
+    # for an empty input (PyTorch's meta kernel does not): tpu too.
+    def call(device):
+        torch.nn.functional.nll_loss(torch.randn(rows, 3, device=device),
+                                     torch.zeros(rows, dtype=torch.long, device=device),
+                                     weight=torch.ones(3, dtype=torch.half, device=device))
+
+    for device in ("cpu", "tpu"):
+        with pytest.raises(RuntimeError, match="expected scalar type Float but found Half"):
+            call(device)
+
+
+def test_multi_margin_loss_target_size_error_is_the_cpus():
+    # One target per input row; the message is the CPU kernel's (PyTorch's
+    # meta kernel words it otherwise).
+    for device in ("cpu", "tpu"):
+        with pytest.raises(RuntimeError, match=r"target tensor should be 1-D with size equal to.*"
+                                                r"Expected target size \[5\], but got \[3\]"):
+            torch.nn.functional.multi_margin_loss(torch.randn(5, 10, device=device),
+                                                  torch.tensor([0, 1, 2], device=device))
+    # A well-shaped call still runs.
+    x, t = torch.randn(5, 10), torch.tensor([0, 1, 2, 3, 4])
+    torch.testing.assert_close(torch.nn.functional.multi_margin_loss(x.to("tpu"), t.to("tpu")).cpu(),
+                               torch.nn.functional.multi_margin_loss(x, t))

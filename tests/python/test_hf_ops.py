@@ -140,3 +140,107 @@ def test_fused_lstm_cell_outputs_and_workspace():
     torch.testing.assert_close(cy.cpu(), want_c, rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(hy.cpu(), o * want_c.tanh(), rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(ws.cpu(), torch.cat([i, f, c, o], 1), rtol=1e-5, atol=1e-6)
+
+
+def _gru_cell_reference(ig, hg, hx, ib, hb):
+    """The GRU cell's formula in plain ops (CPU): gates [r, z, n], biases on
+    their own side, so the reset gate scales the hidden side's n block."""
+    if ib is not None:
+        ig, hg = ig + ib, hg + hb
+    ir, iz, in_ = ig.chunk(3, 1)
+    hr, hz, hn = hg.chunk(3, 1)
+    r, z = (ir + hr).sigmoid(), (iz + hz).sigmoid()
+    n = (in_ + r * hn).tanh()
+    return n + z * (hx - n), torch.cat([r, z, n, hx, hn], 1)
+
+
+def _gru_cell_operands(bias, requires_grad=False):
+    g = torch.Generator().manual_seed(2)
+    b, h = 3, 4
+    ts = [torch.randn(b, 3 * h, generator=g), torch.randn(b, 3 * h, generator=g),
+          torch.randn(b, h, generator=g)]
+    ts += [torch.randn(3 * h, generator=g), torch.randn(3 * h, generator=g)] if bias else [None, None]
+    return [t.requires_grad_(requires_grad) if t is not None else None for t in ts]
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_fused_gru_cell_outputs_and_workspace(bias, monkeypatch):
+    # nn.GRU/GRUCell on an accelerator call _thnn_fused_gru_cell (no CPU
+    # kernel to fall back to). The workspace is [r, z, n, hx, h_n], the CUDA
+    # layout _thnn_fused_gru_cell_backward reads. Tolerance: one sigmoid or
+    # tanh each, a few ulp.
+    monkeypatch.setenv("TORCH_TPU_FALLBACK", "0")
+    ops = _gru_cell_operands(bias)
+    hy, ws = torch.ops.aten._thnn_fused_gru_cell(
+        *(t.to("tpu") if t is not None else None for t in ops))
+    want_hy, want_ws = _gru_cell_reference(*ops)
+    torch.testing.assert_close(hy.cpu(), want_hy, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(ws.cpu(), want_ws, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_fused_gru_cell_backward(bias, monkeypatch):
+    # Gradients through the fused cell (its backward op) against autograd
+    # of the plain formula on the CPU, for every operand, biases included.
+    monkeypatch.setenv("TORCH_TPU_FALLBACK", "0")
+    ops = _gru_cell_operands(bias, requires_grad=True)
+    dev = [t.detach().to("tpu").requires_grad_() if t is not None else None for t in ops]
+    go = torch.randn(3, 4, generator=torch.Generator().manual_seed(3))
+    hy, _ = torch.ops.aten._thnn_fused_gru_cell(*dev)
+    want_hy, _ = _gru_cell_reference(*ops)
+    live = [i for i, t in enumerate(ops) if t is not None]
+    got = torch.autograd.grad(hy, [dev[i] for i in live], go.to("tpu"))
+    want = torch.autograd.grad(want_hy, [ops[i] for i in live], go)
+    for a, b in zip(got, want):
+        torch.testing.assert_close(a.cpu(), b, rtol=1e-5, atol=1e-6)
+    # The backward op itself: bias gradients only when asked for.
+    _, ws = torch.ops.aten._thnn_fused_gru_cell(*(t.detach() if t is not None else None for t in dev))
+    outs = torch.ops.aten._thnn_fused_gru_cell_backward(go.to("tpu"), ws, bias)
+    assert [o is not None for o in outs[3:]] == [bias, bias]
+    torch.testing.assert_close(outs[2].cpu(), want[2], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("layers,bidirectional", [(1, False), (2, False), (2, True)])
+def test_gru_matches_cpu(layers, bidirectional, bias, monkeypatch):
+    # nn.GRU end to end through the fused cell, forward and gradients of the
+    # input, the initial state and every parameter. Tolerance 1e-5: a few
+    # sigmoid/tanh per step over 5 steps, as for the LSTM above.
+    monkeypatch.setenv("TORCH_TPU_FALLBACK", "0")
+    torch.manual_seed(0)
+    gru = torch.nn.GRU(6, 5, num_layers=layers, bias=bias, batch_first=True,
+                       bidirectional=bidirectional)
+    x = torch.randn(3, 5, 6)
+    h0 = torch.randn(layers * (2 if bidirectional else 1), 3, 5)
+
+    def run(device):
+        m = copy.deepcopy(gru).to(device)
+        xi, hi = x.to(device).requires_grad_(), h0.to(device).requires_grad_()
+        out, h = m(xi, hi)
+        w = torch.arange(out.numel(), device=device).reshape(out.shape).sin()
+        ((out * w).sum() + h.sum()).backward()
+        return [t.detach().cpu() for t in (out, h, xi.grad, hi.grad)] + \
+            [p.grad.cpu() for p in m.parameters()]
+
+    for a, b in zip(run("tpu"), run("cpu")):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_gru_cell_module_matches_cpu(bias, monkeypatch):
+    # nn.GRUCell, batched and unbatched, with and without an initial state.
+    monkeypatch.setenv("TORCH_TPU_FALLBACK", "0")
+    torch.manual_seed(0)
+    cell = torch.nn.GRUCell(4, 6, bias=bias)
+    for x, h in ((torch.randn(3, 4), torch.randn(3, 6)), (torch.randn(4), None)):
+        def run(device):
+            m = copy.deepcopy(cell).to(device)
+            xi = x.to(device).requires_grad_()
+            args = [xi] + ([h.to(device).requires_grad_()] if h is not None else [])
+            out = m(*args)
+            out.sum().backward()
+            return [out.detach().cpu()] + [a.grad.cpu() for a in args] + \
+                [p.grad.cpu() for p in m.parameters()]
+
+        for a, b in zip(run("tpu"), run("cpu")):
+            torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)

@@ -85,6 +85,39 @@ def test_isolation_survives_crash_and_hang(tmp_path):
     assert starts == [(0, 2), (2, 4), (4, 5)]  # a fresh worker per chunk, resuming after losses
 
 
+def test_isolation_progress_and_chosen_items(tmp_path):
+    # A worker written with _isolate.work: item 2 takes longer than the
+    # timeout but reports progress, so it is not taken for hung; with |only|,
+    # workers start only for ranges holding chosen items.
+    worker = tmp_path / "w.py"
+    worker.write_text(textwrap.dedent("""
+        import importlib.util, sys, time
+        spec = importlib.util.spec_from_file_location("iso", sys.argv[4])  # stdlib only
+        _isolate = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(_isolate)
+        start, end, path = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+
+        def fn(i, progress):
+            for _ in range(8 if i == 2 else 0):
+                time.sleep(0.5)
+                progress()
+            return {"ok": True}
+
+        _isolate.work(path, [(i, i) for i in range(start, end)], fn)
+    """))
+    result = str(tmp_path / "r.jsonl")
+    starts = []
+
+    def command(start, end):
+        starts.append((start, end))
+        return [sys.executable, str(worker), str(start), str(end), result, _isolate.__file__]
+
+    done = _isolate.run(command, 6, result, timeout=2, chunk=2, only=[2, 3, 5],
+                        lost=lambda i, why: {"ok": False, "why": why})
+    assert starts == [(2, 4), (5, 6)]
+    assert {r["done"]: r["ok"] for r in done} == {2: True, 3: True, 5: True}
+
+
 def test_compiled_reference_is_the_cpu_under_dynamo_only_when_that_agrees():
     """A model that computes otherwise when compiled is compared with the CPU
     under torch.compile(backend="eager"); a wrong result still fails."""

@@ -68,8 +68,12 @@ def test_multilabel_margin_loss(dtype, reduction):
     assert torch.equal(got.cpu(), want)
 
 
-def test_multilabel_margin_loss_1d():
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+def test_multilabel_margin_loss_1d(reduction):
+    # An unbatched input gives a 0-d loss on the CPU for every reduction
+    # ('none' too, where PyTorch's meta kernel says [1]): tpu's shape is the
+    # CPU's (assert_close checks it).
     x, y = torch.tensor([0.2, -0.4, 1.1]), torch.tensor([2, 0, -1])
-    (o1, g1), (o2, g2) = both(F.multilabel_margin_loss, x, y)
+    (o1, g1), (o2, g2) = both(F.multilabel_margin_loss, x, y, reduction=reduction)
     torch.testing.assert_close(o2, o1, **TOL[torch.float32])
     torch.testing.assert_close(g2, g1, **TOL[torch.float32])

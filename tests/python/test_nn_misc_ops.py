@@ -1,14 +1,18 @@
 """Assorted NN and tensor ops (attention, shrink activations, losses built on
 xlogy/sgn, trace, aminmax, cross, take/put, index_copy, isin, channel_shuffle,
 renorm, unfold backward, batch norm with update, unique_consecutive,
-repeat_interleave) on tpu against PyTorch's CPU results, forward and
-gradients, the CPU fallback off.
+repeat_interleave, fractional max pooling, channels-last result layouts,
+group norm of channels-last inputs, the padding-mask check of transformer
+encoders) on tpu against PyTorch's CPU results, forward and gradients, the
+CPU fallback off.
 
 Tolerances: float32 rtol=atol=1e-5: attention and norms sum a few dozen
 products in a different order than the CPU (a few ulp each). bfloat16: both
 sides compute in float32 and round once, but inputs to that rounding may
 differ by an ulp: rtol=atol=3.2e-2 (2 ulp of an 8-bit mantissa) of the
 result's scale. Integer and boolean results must match exactly."""
+import copy
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -216,3 +220,126 @@ def test_group_norm_accepts_the_cpus_layouts(layout):
         results.append([t.detach().cpu() for t in (out, xd.grad, wd.grad, bd.grad)])
     for got, want in zip(results[1], results[0]):
         torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("ns,shape,kernel,out", [
+    (2, (2, 3, 9, 11), (2, 3), (4, 5)), (2, (3, 7, 6), 2, (3, 2)),
+    (3, (2, 2, 7, 8, 9), (2, 2, 3), (3, 4, 5)), (3, (2, 5, 6, 7), 2, (2, 3, 3))])
+def test_fractional_max_pool(ns, shape, kernel, out, dtype):
+    # The windows come from per-plane random samples; given the same
+    # samples, values and gradients match the CPU's and the indices are
+    # exactly its (in bfloat16 too: the window starts are computed in the
+    # input dtype, as the CPU kernel does). Unbatched inputs get samples of
+    # batch 2, of which the CPU reads the first.
+    pool = F.fractional_max_pool2d if ns == 2 else F.fractional_max_pool3d
+    x = randn(shape, dtype, 11)
+    planes = shape[:-ns] if len(shape) == ns + 2 else (2,) + shape[:-ns]
+    u = torch.rand(*planes, ns, generator=torch.Generator().manual_seed(12)).to(dtype)
+    xc, xd = x.clone().requires_grad_(), x.to("tpu").requires_grad_()
+    want, want_i = pool(xc, kernel, output_size=out, _random_samples=u, return_indices=True)
+    got, got_i = pool(xd, kernel, output_size=out, _random_samples=u.to("tpu"), return_indices=True)
+    assert torch.equal(got_i.cpu(), want_i)
+    close(got, want, dtype)
+    cot = randn(want.shape, dtype, 13)
+    want.backward(cot)
+    got.backward(cot.to("tpu"))
+    close(xd.grad, xc.grad, dtype)
+
+
+CHANNELS_LAST = {4: torch.channels_last, 5: torch.channels_last_3d}
+
+
+@pytest.mark.parametrize("make,shape", [
+    (lambda: torch.nn.Conv2d(3, 4, 3), (2, 3, 6, 6)),
+    (lambda: torch.nn.Conv3d(3, 4, 2), (2, 3, 4, 4, 4)),
+    (lambda: torch.nn.ConvTranspose2d(3, 4, 3, stride=2), (2, 3, 5, 5)),
+    (lambda: torch.nn.ReflectionPad2d((1, 2, 2, 1)), (2, 3, 5, 6)),
+    (lambda: torch.nn.ReflectionPad3d(1), (2, 3, 4, 4, 4)),
+    (lambda: torch.nn.ReplicationPad2d(2), (2, 3, 5, 6)),
+    (lambda: torch.nn.ReplicationPad3d((1, 0, 2, 1, 0, 1)), (2, 3, 4, 4, 4)),
+])
+@pytest.mark.parametrize("where", ["input", "module"])
+def test_channels_last_layouts_follow_the_cpu(make, shape, where):
+    # A convolution gives channels-last results when its input or weight is
+    # channels-last, and 2-d/3-d reflection and replication padding keep
+    # their input's layout, forward and backward, as on the CPU (and as
+    # PyTorch's module memory-format tests expect); values are unchanged.
+    torch.manual_seed(0)
+    fmt = CHANNELS_LAST[len(shape)]
+    m = make()
+    x = randn(shape, torch.float32, 14)
+    cot_seed = 15
+
+    def run(device):
+        mm = copy.deepcopy(m).to(device)
+        xi = x.to(device, copy=True)
+        if where == "module":
+            mm = mm.to(memory_format=fmt)
+        else:
+            xi = xi.contiguous(memory_format=fmt)
+        xi.requires_grad_()
+        y = mm(xi)
+        cot = torch.empty_like(y).copy_(randn(y.shape, torch.float32, cot_seed))
+        y.backward(cot)
+        return y, xi.grad
+
+    (yc, gc), (yd, gd) = run("cpu"), run("tpu")
+    for c, d in ((yc, yd), (gc, gd)):
+        assert d.is_contiguous(memory_format=fmt) == c.is_contiguous(memory_format=fmt)
+        assert d.is_contiguous() == c.is_contiguous()
+        close(d, c, torch.float32)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_group_norm_of_a_channels_last_input(dtype):
+    # group_norm hands a channels-last input to native_group_norm as it does
+    # on the CPU; PyTorch's inherited composite kernel then viewed it as
+    # contiguous and failed. tpu runs its own: values, gradients and the
+    # output's layout as on the CPU.
+    x = randn((4, 6, 2, 3), dtype, 16).contiguous(memory_format=torch.channels_last)
+    w, b = randn((6,), dtype, 17), randn((6,), dtype, 18)
+    xc, xd = x.clone().requires_grad_(), x.to("tpu").requires_grad_()
+    want = F.group_norm(xc, 3, w, b)
+    got = F.group_norm(xd, 3, w.to("tpu"), b.to("tpu"))
+    assert got.is_contiguous(memory_format=torch.channels_last) == \
+        want.is_contiguous(memory_format=torch.channels_last)
+    close(got, want, dtype)
+    cot = randn(want.shape, dtype, 19)
+    want.backward(cot)
+    got.backward(cot.to("tpu"))
+    close(xd.grad, xc.grad, dtype)
+
+
+@pytest.mark.parametrize("rows", [[4, 2, 0], [3, 3, 3], [0, 0, 0]])
+@pytest.mark.parametrize("hole", [False, True])
+def test_nested_tensor_from_mask_left_aligned(rows, hole):
+    # TransformerEncoder asks, in evaluation, whether its padding mask is
+    # left-aligned (each row: trues, then only falses) before choosing its
+    # nested-tensor fast path.
+    mask = torch.arange(4)[None, :] < torch.tensor(rows)[:, None]
+    if hole:
+        mask[0, 0] = not mask[0, 0]
+    src = torch.zeros(3, 4, 2)
+    want = torch._nested_tensor_from_mask_left_aligned(src, mask)
+    assert torch._nested_tensor_from_mask_left_aligned(src.to("tpu"), mask.to("tpu")) == want
+
+
+def test_transformer_encoder_eval_with_padding_mask():
+    # The padding-mask check above is what an evaluation-mode encoder with
+    # gradients on runs; its results and gradients are the CPU's.
+    torch.manual_seed(0)
+    enc = torch.nn.TransformerEncoder(torch.nn.TransformerEncoderLayer(8, 2, 16, 0.0, batch_first=True),
+                                      2, enable_nested_tensor=True).eval()
+    x = randn((2, 5, 8), torch.float32, 20)
+    pad = torch.tensor([[False] * 5, [False] * 3 + [True] * 2])
+
+    def run(device):
+        m = copy.deepcopy(enc).to(device)
+        xi = x.to(device, copy=True).requires_grad_()
+        y = m(xi, src_key_padding_mask=pad.to(device))
+        y.backward(randn(y.shape, torch.float32, 21).to(device))
+        return y, xi.grad
+
+    for got, want in zip(run("tpu"), run("cpu")):
+        close(got, want, torch.float32)

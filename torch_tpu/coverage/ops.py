@@ -36,8 +36,8 @@ rounded terms. float16 1e-3 for the same reasons. Integers and bools: exact.
 Workers run in subprocesses; a crash or a hang (no progress for --timeout
 seconds) marks that op ``error`` and the run continues with the next op.
 """
+import argparse
 import collections
-import json
 import os
 import sys
 import time
@@ -176,10 +176,10 @@ def _as_accurate_as_cpu(got, want, ref, dtype_name):
     return True
 
 
-def _compare(got, want, dtype_name, values=True, cast=False, check_device=True):
-    """None if equal within tolerance, else a short reason. With |cast|,
-    results are compared in the CPU's dtype; with |check_device|, tensor
-    results must be on tpu."""
+def _compare(got, want, dtype_name, values=True, cast=False, tol=None, check_device=True):
+    """None if equal within tolerance (the dtype's, or |tol| for floating
+    results), else a short reason. With |cast|, results are compared in the
+    CPU's dtype; with |check_device|, tensor results must be on tpu."""
     import torch
     g, w = _flatten(got, []), _flatten(want, [])
     if len(g) != len(w):
@@ -198,10 +198,11 @@ def _compare(got, want, dtype_name, values=True, cast=False, check_device=True):
                 return f"shape {tuple(a.shape)}, CPU {tuple(b.shape)}"
             if not values:
                 continue
-            tol = TOLERANCES.get(str(b.dtype).replace("torch.", ""), dict(rtol=0, atol=0))
+            t = tol if tol is not None and b.is_floating_point() else \
+                TOLERANCES.get(str(b.dtype).replace("torch.", ""), dict(rtol=0, atol=0))
             try:
                 torch.testing.assert_close(a.detach().cpu(), b.detach(), equal_nan=True,
-                                           check_device=False, **tol)
+                                           check_device=False, **t)
             except AssertionError as e:
                 lines = [ln for ln in str(e).splitlines() if "difference" in ln or "Mismatched" in ln]
                 return "; ".join(lines)[:200] or "values differ"
@@ -405,36 +406,31 @@ def _run_samples(op, dtype, dtype_name, max_samples, backward, verbose, layout=N
 
 # -- driver ---------------------------------------------------------------------
 
-def _op_db():
+def load_testing_db(module, name, what):
+    """PyTorch's test database torch.testing._internal.<module>.<name>."""
     # torch.testing._internal imports test-only packages (expecttest) that a
     # torch install does not bring: say which, instead of a traceback.
+    import importlib
     try:
-        from torch.testing._internal.common_methods_invocations import op_db
+        return getattr(importlib.import_module(f"torch.testing._internal.{module}"), name)
     except ModuleNotFoundError as e:
-        raise SystemExit(f"torch_tpu.coverage: PyTorch's OpInfo samples (torch.testing._internal) "
+        raise SystemExit(f"torch_tpu.coverage: PyTorch's {what} samples (torch.testing._internal) "
                          f"need the '{e.name}' package, which is not installed: "
                          f"pip install {e.name} (./setup.sh installs it)") from None
-    return op_db
+
+
+def _op_db():
+    return load_testing_db("common_methods_invocations", "op_db", "OpInfo")
+
+
+def _chosen(args):
+    return lambda op: not args.ops or _key(op) in args.ops or op.name in args.ops
 
 
 def _worker(args):
-    os.environ["TORCH_TPU_FALLBACK"] = "0"
-    import warnings
-
-    import torch  # noqa: F401
-    import torch_tpu  # noqa: F401
-    op_db = _op_db()
-    warnings.filterwarnings("ignore")
-    with open(args.result, "a") as out:
-        for idx in range(args.start, args.end):
-            op = op_db[idx]
-            if args.ops and _key(op) not in args.ops and op.name not in args.ops:
-                continue
-            out.write(json.dumps({"begin": idx}) + "\n")
-            out.flush()
-            r = run_op(op, args.dtypes, args.samples, args.backward, args.verbose, args.layouts)
-            out.write(json.dumps({"done": idx, "op": _key(op), "result": r}) + "\n")
-            out.flush()
+    section_worker(args, _op_db, _chosen(args), lambda op, _: {
+        "op": _key(op), "result": run_op(op, args.dtypes, args.samples, args.backward,
+                                         args.verbose, args.layouts)})
 
 
 # OpInfo entries per worker process: one process that compiles every op for
@@ -444,31 +440,100 @@ _CHUNK = 150
 
 
 def _drive(args):
-    from .. import _isolate
     op_db = _op_db()
+    return drive_workers(args, [], op_db, _chosen(args), _key, "op", "--ops", args.ops,
+                         args.dtypes, _CHUNK)
+
+
+# -- shared by the sections (ops.py, modules.py, ...) ---------------------------
+
+def add_common_arguments(ap, samples, samples_help, json_name):
+    """The options every section takes."""
+    ap.add_argument("--dtypes", default="float32,bfloat16")
+    ap.add_argument("--samples", type=int, default=samples, help=samples_help)
+    ap.add_argument("--no-backward", dest="backward", action="store_false",
+                    help="skip the gradient comparisons")
+    ap.add_argument("--fast", action="store_true", help="the CI slice")
+    ap.add_argument("--json", default=json_name)
+    ap.add_argument("--markdown", default="", help="write the report here")
+    ap.add_argument("--timeout", type=int, default=180, help="seconds without progress = hung")
+    ap.add_argument("--min-pass", type=float, default=0.0,
+                    help="exit 1 if a column's pass rate (%%) is below this")
+    ap.add_argument("-v", "--verbose", action="store_true")
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--start", type=int, default=0, help=argparse.SUPPRESS)
+    ap.add_argument("--end", type=int, default=0, help=argparse.SUPPRESS)
+    ap.add_argument("--result", default="", help=argparse.SUPPRESS)
+
+
+def section_worker(args, load_db, chosen, fn):
+    """A section's worker process: the CPU fallback off, warnings quiet, the
+    chosen entries numbered args.start to args.end - 1 through |fn| (see
+    torch_tpu._isolate.work)."""
+    os.environ["TORCH_TPU_FALLBACK"] = "0"
+    import warnings
+
+    import torch_tpu  # noqa: F401
+    from .. import _isolate
+    db = load_db()
+    warnings.filterwarnings("ignore")
+    items = [(i, db[i]) for i in range(args.start, args.end) if chosen(db[i])]
+    _isolate.work(args.result, items, fn)
+
+
+def drive_workers(args, section, db, chosen, name_of, key, names_flag, names, lost_columns, chunk):
+    """Runs a section's chosen entries of |db| in isolated worker processes
+    (``python -m torch_tpu.coverage <section> --worker ...``, torch_tpu._isolate,
+    started only for ranges that hold chosen entries); returns {name:
+    result}. An entry whose worker crashed or hung is an ``error`` in
+    |lost_columns|."""
+    from .. import _isolate
     result_path = args.json + ".partial"
 
     def command(start, end):
-        cmd = [sys.executable, "-m", "torch_tpu.coverage", "--worker", "--start", str(start),
-               "--end", str(end), "--result", result_path, "--dtypes", ",".join(args.dtypes),
-               "--samples", str(args.samples)]
+        cmd = [sys.executable, "-m", "torch_tpu.coverage", *section, "--worker",
+               "--start", str(start), "--end", str(end), "--result", result_path,
+               "--dtypes", ",".join(args.dtypes), "--samples", str(args.samples)]
         if not args.backward:
             cmd.append("--no-backward")
-        if args.ops:
-            cmd += ["--ops", ",".join(args.ops)]
-        if args.layouts:
+        if names:
+            cmd += [names_flag, ",".join(sorted(names))]
+        if getattr(args, "layouts", None):
             cmd += ["--layouts", ",".join(args.layouts)]
         if args.verbose:
             cmd.append("-v")
         return cmd
 
     def lost(i, why):
-        return {"op": _key(op_db[i]), "result": {d: {"status": "error", "reason": why}
-                                                 for d in args.dtypes}}
+        return {key: name_of(db[i]), "result": {c: {"status": "error", "reason": why}
+                                                for c in lost_columns}}
 
-    done = _isolate.run(command, len(op_db), result_path, args.timeout, lost, chunk=_CHUNK)
+    only = [i for i, e in enumerate(db) if chosen(e)] if names else None
+    done = _isolate.run(command, len(db), result_path, args.timeout, lost, chunk=chunk, only=only)
     os.replace(result_path, args.json)
-    return {rec["op"]: rec["result"] for rec in done}
+    return {rec[key]: rec["result"] for rec in done}
+
+
+def summary_table(results, columns, noun, skips=False):
+    """Totals per column; with |skips|, the skipped entries are counted too."""
+    head = f"| column | {noun} counted | pass | mismatch | unsupported | error |" + \
+        (" skip |" if skips else "") + " pass rate |"
+    lines = [head, "|" + "---|" * (head.count("|") - 1)]
+    for col in columns:
+        c, counted = _totals(results, col)
+        rate = 100.0 * c["pass"] / counted if counted else 0.0
+        lines.append(f"| {col} | {counted} | {c['pass']} | {c['mismatch']} | {c['unsupported']} | "
+                     f"{c['error']} |" + (f" {c['skip']} |" if skips else "") + f" {rate:.1f}% |")
+    return "\n".join(lines)
+
+
+def lowest_pass_rate(results, columns):
+    worst = 100.0
+    for col in columns:
+        c, counted = _totals(results, col)
+        if counted:
+            worst = min(worst, 100.0 * c["pass"] / counted)
+    return worst
 
 
 def _totals(results, column):
@@ -486,25 +551,25 @@ def _columns(args):
 
 
 def report(results, columns):
-    lines = ["| column | ops counted | pass | mismatch | unsupported | error | pass rate |",
-             "|---|---|---|---|---|---|---|"]
-    for col in columns:
-        c, counted = _totals(results, col)
-        rate = 100.0 * c["pass"] / counted if counted else 0.0
-        lines.append(f"| {col} | {counted} | {c['pass']} | {c['mismatch']} | {c['unsupported']} | "
-                     f"{c['error']} | {rate:.1f}% |")
-    return "\n".join(lines)
+    return summary_table(results, columns, "ops")
 
 
-def details(results, columns):
-    rows = ["| op | " + " | ".join(columns) + " | first problem |",
-            "|---|" + "---|" * len(columns) + "---|"]
+def details(results, columns, noun="op", passed_samples=False, width=160):
+    """A row per entry: its status per column, then the first problem (named
+    by its column when |passed_samples|, which also counts the passing
+    sample comparisons over all columns)."""
+    extra = " samples passed |" if passed_samples else ""
+    rows = [f"| {noun} | " + " | ".join(columns) + f" |{extra} first problem |",
+            "|---|" + "---|" * len(columns) + ("---|" if passed_samples else "") + "---|"]
     for name in sorted(results):
         r = results[name]
         cells = [r.get(c, {}).get("status", "-") for c in columns]
-        reason = next((r[c].get("reason", "") for c in columns
-                       if c in r and r[c]["status"] not in ("pass", "skip")), "")
-        rows.append(f"| {name} | " + " | ".join(cells) + " | " + reason.replace("|", "/")[:160] + " |")
+        reason = next(((f"{c}: " if passed_samples else "") + r[c].get("reason", "")
+                       for c in columns if c in r and r[c]["status"] not in ("pass", "skip")), "")
+        passed = sum(r.get(c, {}).get("samples", {}).get("pass", 0) for c in columns)
+        rows.append(f"| {name} | " + " | ".join(cells) + " |"
+                    + (f" {passed} |" if passed_samples else "")
+                    + " " + reason.replace("|", "/")[:width] + " |")
     return "\n".join(rows)
 
 
@@ -551,18 +616,13 @@ def core_report():
 
 
 def main(argv=None):
-    from . import section_parser
-    ap = section_parser(None, __doc__.splitlines()[0], "coverage.json")
-    ap.add_argument("--dtypes", default="float32,bfloat16")
-    ap.add_argument("--samples", type=int, default=8, help="max samples per op and dtype")
-    ap.add_argument("--no-backward", dest="backward", action="store_false",
-                    help="skip the float32 gradient comparison")
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_common_arguments(ap, 8, "max samples per op and dtype", "coverage.json")
+    ap.add_argument("--ops", default="", help="comma-separated OpInfo names")
     ap.add_argument("--layouts", default="",
                     help="also run float32 forward with inputs in these memory layouts "
                          f"(comma-separated, or 'all': {','.join(LAYOUTS)})")
     ap.add_argument("--core", action="store_true", help="list torch.Tag.core ops without a rule")
-    ap.add_argument("--min-pass", type=float, default=0.0,
-                    help="exit 1 if a column's pass rate (%%) is below this")
     args = ap.parse_args(argv)
     args.dtypes = [d for d in args.dtypes.split(",") if d]
     args.ops = set(o for o in args.ops.split(",") if o)
@@ -595,12 +655,7 @@ def main(argv=None):
             f.write("# Op coverage: PyTorch OpInfo samples on tpu vs CPU\n\n")
             f.write(f"Command: `python -m torch_tpu.coverage {' '.join(sys.argv[1:])}`\n\n")
             f.write(summary + "\n\n" + details(results, columns) + "\n")
-    worst = 100.0
-    for col in columns:
-        c, counted = _totals(results, col)
-        if counted:
-            worst = min(worst, 100.0 * c["pass"] / counted)
-    return 1 if worst < args.min_pass else 0
+    return 1 if lowest_pass_rate(results, columns) < args.min_pass else 0
 
 
 if __name__ == "__main__":
