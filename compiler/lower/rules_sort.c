@@ -80,7 +80,10 @@ static tpr_value_t head(tpr_graph_t* g, tpr_value_t v, int64_t dim,
   return tpr_slice(g, v, st, lim, NULL);
 }
 
-// topk(self, k, dim=-1, largest=True, sorted=True)
+// topk(self, k, dim=-1, largest=True, sorted=True). Among tied values the
+// lowest indices come first (the stable sort's order); PyTorch leaves the
+// choice open and the CPU's falls out of std::nth_element, so tied MoE
+// router scores route differently there. Tests pin this order.
 static tpr_status_t lower_topk(lw_ctx_t* ctx) {
   tpr_value_t x, v, i;
   int64_t dim;

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from test_ops import TOL, compare, rand
+from torch_tpu.zoo.moe import lowest_index_topk
 
 FLOATS = [torch.float32, torch.bfloat16]
 SCAN_TOL = {torch.float32: dict(rtol=1e-5, atol=1e-5), torch.bfloat16: dict(rtol=1.6e-2, atol=1e-2)}
@@ -68,6 +69,30 @@ def test_topk_kthvalue(dtype, largest):
     compare(lambda t: torch.topk(t, 3, dim=1, largest=largest), x)
     compare(lambda t: torch.topk(t, 2, dim=0, largest=largest), x)
     compare(lambda t: torch.kthvalue(t, 4, dim=-1, keepdim=True), x)
+
+
+@pytest.mark.parametrize("dtype", FLOATS + [torch.int64], ids=str)
+@pytest.mark.parametrize("largest", [True, False])
+def test_topk_ties_resolve_lowest_index_first(dtype, largest):
+    # Which of tied elements topk returns is unspecified (torch.topk's
+    # docs); the CPU's pick falls out of std::nth_element (a row of four
+    # equal values gives [2, 3] for k=2). MoE routers that start at zero
+    # (AFMoE) tie every score, so a random model's routing is this choice.
+    # tpu's is fixed: the CPU's values, and among ties the lowest indices,
+    # eagerly and in compiled graphs. Rows: many ties, NaN, -0.0, all equal.
+    x = with_nan_ties(dtype)
+    x[4] = x[4, 0]
+    xt = x.to("tpu")
+    for dim in (1, 0):
+        n = x.shape[dim]
+        for k in (1, 2, n):
+            got = torch.topk(xt, k, dim=dim, largest=largest)
+            cpu = torch.topk(x, k, dim=dim, largest=largest)
+            want = lowest_index_topk(x, k, dim=dim, largest=largest)
+            torch.testing.assert_close(got.values.cpu(), cpu.values, rtol=0, atol=0, equal_nan=True)
+            assert torch.equal(got.indices.cpu(), want.indices)
+    f = torch.compile(lambda t: torch.topk(t, 2, dim=1, largest=largest), backend="tpu")
+    assert torch.equal(f(xt).indices.cpu(), lowest_index_topk(x, 2, dim=1, largest=largest).indices)
 
 
 @pytest.mark.parametrize("dtype", FLOATS + [torch.int32], ids=str)

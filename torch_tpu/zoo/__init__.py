@@ -4,6 +4,7 @@
     python -m torch_tpu.zoo --fast                   # the CI slice
     python -m torch_tpu.zoo --archs LlamaForCausalLM,GPT2LMHeadModel -v
     python -m torch_tpu.zoo --markdown docs/zoo.md   # write the report
+    python -m torch_tpu.zoo.moe                      # MoE families over routing settings
 
 The architectures are the model classes in Transformers' auto mappings for base
 models and the task heads listed in ``TASKS``. For each one the harness builds
