@@ -324,7 +324,7 @@ def _judge(got, want, dtype_name, tol, reference):
             worst_cpu = max(worst_cpu, _worst_relative_error(b, r, both))
     if worst_tpu <= _ERROR_FACTOR * worst_cpu + tol["rtol"]:
         return None
-    return f"{why} (largest error against float64, relative: tpu {worst_tpu:.3g}, CPU {worst_cpu:.3g})"
+    return f"largest error against float64, relative: tpu {worst_tpu:.3g}, CPU {worst_cpu:.3g}; {why}"
 
 
 def _is_random(m_cpu, fi):
@@ -554,6 +554,18 @@ def _worker(args):
 _CHUNK = 16
 
 
+def _sample_totals(results, columns):
+    """"float32 3618/3618 passed, ..." over all modules."""
+    parts = []
+    for col in columns:
+        c = collections.Counter()
+        for r in results.values():
+            c.update(r.get(col, {}).get("samples") or {})
+        counted = sum(n for k, n in c.items() if k != "skip")
+        parts.append(f"{col} {c['pass']}/{counted} passed")
+    return ", ".join(parts)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m torch_tpu.coverage --modules",
                                  description=__doc__.splitlines()[0])
@@ -587,6 +599,7 @@ def main(argv=None):
                     f"dtype and mode; CPU fallback off; {len(results)} ModuleInfo entries; "
                     f"torch {torch.__version__}; {time.time() - t0:.0f} s)\n\n")
             f.write("Statuses and tolerances: see `torch_tpu/coverage/modules.py`. "
-                    "\"samples passed\" counts sample comparisons over all columns.\n\n")
+                    "\"samples passed\" counts sample comparisons over all columns. "
+                    f"Sample comparisons per column: {_sample_totals(results, columns)}.\n\n")
             f.write(summary + "\n\n" + details(results, columns, "module", True, 200) + "\n")
     return 1 if lowest_pass_rate(results, columns) < args.min_pass else 0
