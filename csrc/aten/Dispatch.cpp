@@ -462,10 +462,12 @@ void unbatched_multilabel_loss_is_0d(const c10::FunctionSchema& schema,
     returns[0] = at::empty({}, returns[0].toTensor().options());
 }
 
-// Layouts the CPU and CUDA kernels choose but PyTorch's meta kernels do not:
-// a convolution's output is channels-last when its input or weight is (as
-// cuDNN and oneDNN lay it out), and 2-d/3-d reflection and replication
-// padding (and their gradients) keep their input's channels-last layout.
+// Layouts the CPU kernels choose but PyTorch's meta kernels do not: a
+// convolution's output is channels-last when its input or weight is (as
+// oneDNN, and cuDNN on CUDA, lay it out), and 2-d/3-d reflection and
+// replication padding (and their gradients) keep their input's channels-last
+// layout (CUDA's kernels do not, and PyTorch's module tests skip that check
+// there; following the CPU keeps a channels-last network channels-last).
 // nn.Conv2d(...).to(memory_format=torch.channels_last) then gives
 // channels-last results on tpu as on the CPU, which PyTorch's module
 // memory-format tests expect. Values are the same either way. Structured

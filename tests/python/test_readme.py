@@ -40,7 +40,7 @@ def readme_commands():
 # string that test's file must contain to be doing so.
 COMMAND_TESTS = {
     "python -m torch_tpu.coverage": ("tests/python/test_coverage_fast.py", "test_fast_slice",
-                                     '"torch_tpu.coverage", "--fast"'),
+                                     'run_coverage(["--fast"]'),
     "python -m torch_tpu.zoo": ("tests/python/test_hf_zoo.py", "test_zoo_fast_slice",
                                 '"torch_tpu.zoo", "--fast"'),
     "python -m torch_tpu.info": ("tests/python/test_device.py", "test_info_cli",

@@ -26,7 +26,9 @@ sample's forward under the same seed with the CPU fallback off
   of PyTorch's accelerator path, which tpu takes, differ from the CPU's).
   ModuleInfos that skip test_memory_format on the CPU are skipped;
 * ``errors``: each of the ModuleInfo's ``module_error_inputs_func`` cases,
-  built with tpu tensors, raises the error type and message PyTorch expects.
+  built with tpu tensors, raises as it does with those tensors on the CPU:
+  the same exception type, and PyTorch's expected message where the CPU's
+  has it (a case the CPU accepts is skipped).
 
 Statuses, as in the op_db section (ops.py): ``pass`` (every sample
 matched), ``mismatch`` (some value, shape, dtype, layout or error differs),
@@ -38,8 +40,8 @@ samples the CPU runs in bfloat16: ModuleInfo.dtypes lists it for two
 modules only, since PyTorch's own module tests are gradchecks in float64.
 
 Samples whose result is random (the same CPU module run under two seeds
-gives different outputs: dropout in training, fractional max pooling) are
-compared on shapes and dtypes only.
+gives different outputs: dropout in training) are compared on shapes and
+dtypes only.
 
 Tolerances (|tpu - cpu| <= atol + rtol * |cpu|): a tolerance the ModuleInfo
 itself sets for the CPU in its module tests (a ``toleranceOverride`` or
@@ -59,7 +61,8 @@ plus rtol (PyTorch's own attention tests allow a device 4 to 160 times the
 error of the low-precision reference). A module chains many rounded ops, so
 the two sides' rounding errors grow on different elements and tensors, and
 a ReLU or a max that one side's rounding tips the other way moves a whole
-gradient; float32, held to the plain tolerance, is where defects show.
+gradient; float32 outputs, held to the plain tolerance, are where defects
+show first.
 
 Workers run in subprocesses (torch_tpu._isolate); a crash or a hang (no
 progress for --timeout seconds) marks the module ``error`` in every column.
@@ -304,7 +307,8 @@ def _judge(got, want, dtype_name, tol, reference):
     rtol. (Coarser than ops.py's elementwise judge: a module chains many
     rounded ops, and the two sides' rounding errors grow on different
     elements and tensors, a ReLU or a max tipping one way on one side only;
-    float32 results, held to the plain tolerance, are where defects show.)"""
+    float32 outputs, held to the plain tolerance, are where defects show
+    first.)"""
     import torch
     why = _compare(got, want, dtype_name, tol=tol)
     if not why or not why.startswith("Mismatched") or reference is None:
@@ -324,7 +328,7 @@ def _judge(got, want, dtype_name, tol, reference):
             worst_cpu = max(worst_cpu, _worst_relative_error(b, r, both))
     if worst_tpu <= _ERROR_FACTOR * worst_cpu + tol["rtol"]:
         return None
-    return f"{why} (largest error against float64, relative: tpu {worst_tpu:.3g}, CPU {worst_cpu:.3g})"
+    return f"largest error against float64, relative: tpu {worst_tpu:.3g}, CPU {worst_cpu:.3g}; {why}"
 
 
 def _is_random(m_cpu, fi):
@@ -554,6 +558,18 @@ def _worker(args):
 _CHUNK = 16
 
 
+def _sample_totals(results, columns):
+    """"float32 3618/3618 passed, ..." over all modules."""
+    parts = []
+    for col in columns:
+        c = collections.Counter()
+        for r in results.values():
+            c.update(r.get(col, {}).get("samples") or {})
+        counted = sum(n for k, n in c.items() if k != "skip")
+        parts.append(f"{col} {c['pass']}/{counted} passed")
+    return ", ".join(parts)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m torch_tpu.coverage --modules",
                                  description=__doc__.splitlines()[0])
@@ -587,6 +603,7 @@ def main(argv=None):
                     f"dtype and mode; CPU fallback off; {len(results)} ModuleInfo entries; "
                     f"torch {torch.__version__}; {time.time() - t0:.0f} s)\n\n")
             f.write("Statuses and tolerances: see `torch_tpu/coverage/modules.py`. "
-                    "\"samples passed\" counts sample comparisons over all columns.\n\n")
+                    "\"samples passed\" counts sample comparisons over all columns. "
+                    f"Sample comparisons per column: {_sample_totals(results, columns)}.\n\n")
             f.write(summary + "\n\n" + details(results, columns, "module", True, 200) + "\n")
     return 1 if lowest_pass_rate(results, columns) < args.min_pass else 0
