@@ -14,13 +14,11 @@ import sys
 SECTIONS = ("--errors", "--modules", "--optims")
 
 
-def section_parser(prog, description, json_default):
-    """An argument parser with the options every section takes: --ops,
-    --fast, --json, --markdown, --timeout, -v, and the hidden ones its
-    worker subprocesses get (--worker, --start, --end, --result)."""
+def add_section_arguments(ap, json_default):
+    """The options every section takes: --fast, --json, --markdown,
+    --timeout, -v, and the hidden ones its worker subprocesses get
+    (--worker, --start, --end, --result)."""
     import argparse
-    ap = argparse.ArgumentParser(prog=prog, description=description)
-    ap.add_argument("--ops", default="", help="comma-separated OpInfo names")
     ap.add_argument("--fast", action="store_true", help="the CI slice")
     ap.add_argument("--json", default=json_default)
     ap.add_argument("--markdown", default="", help="write the report here")
@@ -30,6 +28,14 @@ def section_parser(prog, description, json_default):
     ap.add_argument("--start", type=int, default=0, help=argparse.SUPPRESS)
     ap.add_argument("--end", type=int, default=0, help=argparse.SUPPRESS)
     ap.add_argument("--result", default="", help=argparse.SUPPRESS)
+
+
+def section_parser(prog, description, json_default):
+    """An argument parser with --ops and the options every section takes."""
+    import argparse
+    ap = argparse.ArgumentParser(prog=prog, description=description)
+    ap.add_argument("--ops", default="", help="comma-separated OpInfo names")
+    add_section_arguments(ap, json_default)
     return ap
 
 

@@ -458,22 +458,16 @@ def _drive(args):
 # -- shared by the sections (ops.py, modules.py, ...) ---------------------------
 
 def add_common_arguments(ap, samples, samples_help, json_name):
-    """The options every section takes."""
+    """The options of the sample-comparing sections (ops, modules), beside
+    those every section takes."""
+    from . import add_section_arguments
     ap.add_argument("--dtypes", default="float32,bfloat16")
     ap.add_argument("--samples", type=int, default=samples, help=samples_help)
     ap.add_argument("--no-backward", dest="backward", action="store_false",
                     help="skip the gradient comparisons")
-    ap.add_argument("--fast", action="store_true", help="the CI slice")
-    ap.add_argument("--json", default=json_name)
-    ap.add_argument("--markdown", default="", help="write the report here")
-    ap.add_argument("--timeout", type=int, default=180, help="seconds without progress = hung")
     ap.add_argument("--min-pass", type=float, default=0.0,
                     help="exit 1 if a column's pass rate (%%) is below this")
-    ap.add_argument("-v", "--verbose", action="store_true")
-    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
-    ap.add_argument("--start", type=int, default=0, help=argparse.SUPPRESS)
-    ap.add_argument("--end", type=int, default=0, help=argparse.SUPPRESS)
-    ap.add_argument("--result", default="", help=argparse.SUPPRESS)
+    add_section_arguments(ap, json_name)
 
 
 def section_worker(args, load_db, chosen, fn):

@@ -35,7 +35,6 @@ Adafactor's row means, Muon's Newton-Schulz matmuls); XLA fuses and
 reassociates them, so results drift by a few ulp per step from the CPU's.
 """
 import collections
-import json
 import os
 import sys
 import time
@@ -319,23 +318,15 @@ def _as_near_reference(got, want, ref):
 # -- driver ---------------------------------------------------------------------
 
 def _worker(args):
-    os.environ["TORCH_TPU_FALLBACK"] = "0"
-    import warnings
+    from .ops import section_worker
 
-    import torch  # noqa: F401
-    import torch_tpu  # noqa: F401
-    warnings.filterwarnings("ignore")
-    rows = configurations(args.fast, args.names)
-    with open(args.result, "a") as out:
-        for idx in range(args.start, args.end):
-            name, desc, impl = rows[idx]
-            out.write(json.dumps({"begin": idx}) + "\n")
-            out.flush()
-            r = run_config(name, desc, impl, args.steps)
-            if args.verbose and r["status"] != "pass":
-                print(f"  {name} [{desc}] {impl}: {r['status']}: {r.get('reason', '')}")
-            out.write(json.dumps({"done": idx, "row": [name, desc, impl], "result": r}) + "\n")
-            out.flush()
+    def run(row, _progress):
+        name, desc, impl = row
+        r = run_config(name, desc, impl, args.steps)
+        if args.verbose and r["status"] != "pass":
+            print(f"  {name} [{desc}] {impl}: {r['status']}: {r.get('reason', '')}")
+        return {"row": [name, desc, impl], "result": r}
+    section_worker(args, lambda: configurations(args.fast, args.names), lambda row: True, run)
 
 
 def _drive(args):
