@@ -43,6 +43,8 @@ install pytest==9.2.0 pytest-timeout==2.4.0 pytest-xdist==3.8.0 expecttest==0.3.
 # Hugging Face stack for the integration tests and the model zoo; each
 # accepts the torch above, so none of them pulls another torch build.
 install transformers==5.23.0 accelerate==1.15.0 safetensors==0.8.0
+# Diffusers for its model zoo and pipeline tests (torch_tpu.zoo.diffusion).
+install diffusers==0.42.1
 # JAX for custom kernels (torch_tpu.jax_op: JAX and Pallas functions as
 # PyTorch ops); it only traces, the tpu device runs what it lowers.
 install jax==0.10.2 jaxlib==0.10.2

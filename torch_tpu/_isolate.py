@@ -54,6 +54,18 @@ def run(command, n, result_path, timeout, lost, chunk=None, only=None):
     return [rec for rec in _records(result_path) if "done" in rec]
 
 
+def add_worker_arguments(ap, rows=False):
+    """The hidden options run() passes a worker: ``--worker --start --end
+    --result`` (and ``--rows``, a file naming the items, with |rows|)."""
+    import argparse
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--start", type=int, default=0, help=argparse.SUPPRESS)
+    ap.add_argument("--end", type=int, default=1 << 30, help=argparse.SUPPRESS)
+    ap.add_argument("--result", default="", help=argparse.SUPPRESS)
+    if rows:
+        ap.add_argument("--rows", default="", help=argparse.SUPPRESS)
+
+
 def work(result_path, items, fn):
     """The worker side of run(): for each (i, item) of |items|, appends
     ``{"begin": i}``, then ``{"done": i, **fn(item, progress)}``; |fn| may call

@@ -5,6 +5,7 @@
     python -m torch_tpu.zoo --archs LlamaForCausalLM,GPT2LMHeadModel -v
     python -m torch_tpu.zoo --markdown docs/zoo.md   # write the report
     python -m torch_tpu.zoo.moe                      # MoE families over routing settings
+    python -m torch_tpu.zoo --diffusers ...          # Diffusers' models (torch_tpu.zoo.diffusion)
 
 The architectures are the model classes in Transformers' auto mappings for base
 models and the task heads listed in ``TASKS``. For each one the harness builds

@@ -405,7 +405,13 @@ def details(results):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description="Hugging Face model zoo on tpu against the CPU.")
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--diffusers"]:
+        # the same zoo over Diffusers' model classes (torch_tpu.zoo.diffusion)
+        from .diffusion.harness import main as diffusers_main
+        return diffusers_main(argv[1:])
+    ap = argparse.ArgumentParser(description="Hugging Face model zoo on tpu against the CPU "
+                                 "(--diffusers first: Diffusers' model classes).")
     ap.add_argument("--fast", action="store_true", help="the CI slice")
     ap.add_argument("--archs", default="", help="comma-separated model class names")
     ap.add_argument("--tasks", default="", help="comma-separated task labels (see TASKS)")
@@ -419,11 +425,8 @@ def main(argv=None):
     ap.add_argument("--compile", action="store_true",
                     help='run the tpu models through torch.compile(backend="tpu")')
     ap.add_argument("-v", "--verbose", action="store_true")
-    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
-    ap.add_argument("--start", type=int, default=0, help=argparse.SUPPRESS)
-    ap.add_argument("--end", type=int, default=1 << 30, help=argparse.SUPPRESS)
-    ap.add_argument("--rows", default="", help=argparse.SUPPRESS)
-    ap.add_argument("--result", default="", help=argparse.SUPPRESS)
+    from .. import _isolate
+    _isolate.add_worker_arguments(ap, rows=True)
     args = ap.parse_args(argv)
     if args.worker:
         with open(args.rows) as f:
