@@ -806,7 +806,7 @@ static int pack_dimnums(int64_t* out, const int64_t* a, int na,
   return n;
 }
 
-static const int64_t kIota[TPR_MAX_RANK] = {0, 1, 2, 3, 4, 5, 6, 7};
+static const int64_t kIota[TPR_MAX_RANK] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
 
 tpr_value_t tpr_take_1d(tpr_graph_t* g, tpr_value_t v, tpr_value_t indices) {
   if (!tpr_graph_ok(g)) return TPR_VALUE_NONE;

@@ -29,7 +29,7 @@
 extern "C" {
 #endif
 
-#define TPR_MAX_RANK 8
+#define TPR_MAX_RANK 16  // PyTorch allows 64, CUDA kernels 25; models reach 10
 
 typedef struct tpr_plugin tpr_plugin_t;
 typedef struct tpr_client tpr_client_t;

@@ -166,7 +166,7 @@ TPR_TEST(graph_builders_reject_bad_operands) {
         break;
       case 6: r = tpr_reduce(g, x, TPR_REDUCE_SUM, L(2), 1); break;
       case 7: r = tpr_concatenate(g, (tpr_value_t[]){x, b}, 2, 0); break;
-      case 8: r = tpr_parameter(g, tpr_type_make(TPR_DTYPE_F32, 9, NULL)); break;
+      case 8: r = tpr_parameter(g, tpr_type_make(TPR_DTYPE_F32, TPR_MAX_RANK + 1, NULL)); break;
       case 9: r = tpr_select(g, x, x, x); break;
       case 10: r = tpr_iota(g, T(F32, 3), 1); break;
       case 11: r = tpr_unary(g, TPR_UNARY_EXP, 77); break;

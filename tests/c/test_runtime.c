@@ -302,7 +302,8 @@ TPR_TEST(runtime_from_host_rejects_bad_input) {
   tpr_client_t* c;
   CHECK_OK(fixture_client(1, &c));
   float x[4] = {0};
-  int64_t n = 4, neg = -1, big[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
+  int64_t n = 4, neg = -1, big[TPR_MAX_RANK + 1];
+  for (int i = 0; i <= TPR_MAX_RANK; i++) big[i] = 1;
   tpr_buffer_t* b = (tpr_buffer_t*)1;
   // Each of these would make the plugin abort or misbehave if passed on.
   CHECK_STATUS(tpr_buffer_from_host(c, 0, TPR_DTYPE_INVALID, &n, 1, x, &b),
@@ -310,7 +311,7 @@ TPR_TEST(runtime_from_host_rejects_bad_input) {
   CHECK(b == NULL);
   CHECK_STATUS(tpr_buffer_from_host(c, 0, (tpr_dtype_t)99, &n, 1, x, &b),
                TPR_INVALID_ARGUMENT);
-  CHECK_STATUS(tpr_buffer_from_host(c, 0, TPR_DTYPE_F32, big, 9, x, &b),
+  CHECK_STATUS(tpr_buffer_from_host(c, 0, TPR_DTYPE_F32, big, TPR_MAX_RANK + 1, x, &b),
                TPR_INVALID_ARGUMENT);
   CHECK_STATUS(tpr_buffer_from_host(c, 0, TPR_DTYPE_F32, &neg, 1, x, &b),
                TPR_INVALID_ARGUMENT);

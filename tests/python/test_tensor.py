@@ -199,3 +199,21 @@ def test_deepcopy_of_a_module_on_tpu():
     assert torch.equal(m2(x).cpu(), m(x).cpu())
     m2.weight.data.add_(1)  # the copy owns its storage
     assert not torch.equal(m2.weight.cpu(), m.weight.cpu())
+
+
+def test_high_rank_tensors():
+    # Video VAEs and patchifiers reshape to 10 dims (LTX, Cosmos, Lumina):
+    # copies, permutes, views and math up to rank 16 behave as on the CPU.
+    x = torch.randn(2, 1, 3, 1, 2, 1, 2, 1, 2, 3)
+    perm = tuple(reversed(range(10)))
+    t = x.to("tpu")
+    assert torch.equal(t.permute(perm).contiguous().cpu(), x.permute(perm).contiguous())
+    assert torch.equal((t.permute(perm) * 2 + 1).cpu(), x.permute(perm) * 2 + 1)
+    assert torch.equal(t.sum(dim=(1, 3, 8)).cpu(), x.sum(dim=(1, 3, 8)))
+    y = torch.randn([2] * 16)
+    assert torch.equal((y.to("tpu") + 1).cpu(), y + 1)
+
+
+def test_rank_above_the_limit_is_refused():
+    with pytest.raises(RuntimeError, match="rank 17 .*max 16"):
+        torch.zeros([1] * 17).to("tpu")
