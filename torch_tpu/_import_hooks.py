@@ -7,10 +7,13 @@ import importlib.machinery
 import sys
 
 _pending = {}  # module name -> [patch(module)]
+_before = {}  # module name -> [prepare()]
 
 
 class _Finder(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path, target=None):
+        for prepare in _before.pop(name, ()):
+            prepare()
         patches = _pending.get(name)
         if not patches:
             return None
@@ -29,11 +32,23 @@ class _Finder(importlib.abc.MetaPathFinder):
         return spec
 
 
+def _install_finder():
+    if not any(isinstance(f, _Finder) for f in sys.meta_path):
+        sys.meta_path.insert(0, _Finder())
+
+
+def before_import(name, prepare):
+    """Calls prepare() once, just before the module |name| is first imported
+    (never if it already is)."""
+    if name not in sys.modules:
+        _before.setdefault(name, []).append(prepare)
+        _install_finder()
+
+
 def after_import(name, patch):
     """Calls patch(module) once the module |name| is imported."""
     if name in sys.modules:
         patch(sys.modules[name])
         return
     _pending.setdefault(name, []).append(patch)
-    if not any(isinstance(f, _Finder) for f in sys.meta_path):
-        sys.meta_path.insert(0, _Finder())
+    _install_finder()

@@ -94,7 +94,7 @@ def register():
     # bf16 needs no GradScaler). PyTorch keeps this per thread: threads
     # started later have its fp16 default unless they set it.
     torch.set_autocast_dtype("tpu", torch.bfloat16)
-    from . import _hf, _printing, _tied_params
+    from . import _hf, _printing, _tied_params, _torchvision
 
     _tied_params.install()
     _printing.install()
@@ -103,6 +103,7 @@ def register():
     after_import("torch._dynamo", _install_compile_backend)
     after_import("torch.nn.attention.flex_attention", _allow_flex_attention)
     _hf.install()
+    _torchvision.install()
     after_import("torch.distributed", _register_tpu_dist)
     import atexit
 

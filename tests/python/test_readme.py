@@ -46,6 +46,10 @@ COMMAND_TESTS = {
     "python -m torch_tpu.info": ("tests/python/test_device.py", "test_info_cli",
                                  '"-m", "torch_tpu.info"'),
     "./setup.sh": (".ci/run", None, "./setup.sh"),
+    "pip install --no-deps torchvision==0.28.0 timm==1.0.31":
+        (".ci/run", None, "--no-deps torchvision==0.28.0 timm==1.0.31"),
+    "export TORCH_TPU_TORCHVISION_WITHOUT_OPS=1":
+        (".ci/run", None, "TORCH_TPU_TORCHVISION_WITHOUT_OPS=1 python -m pytest"),
     "./test.sh": (".ci/run", None, "./test.sh"),
 }
 
@@ -116,6 +120,28 @@ def test_hugging_face_example_matches_cpu(saved_causal_lm):
     got = torch.tensor(pipe(text))
     cpu_pipe = transformers.pipeline("feature-extraction", model=path, device="cpu")
     torch.testing.assert_close(got, torch.tensor(cpu_pipe(text)), rtol=1e-4, atol=1e-4)
+
+
+def test_diffusers_example_matches_cpu(tmp_path):
+    """The Diffusers block as written, with `path` a saved tiny Stable
+    Diffusion pipeline (random weights): its image equals the CPU's, to one
+    level of 255 (float32 differences of a few ulp can round a pixel
+    either way)."""
+    pytest.importorskip("diffusers")
+    import numpy as np
+    from diffusers import StableDiffusionPipeline
+    from torch_tpu.zoo.diffusion import pipelines
+    (example,) = [b for b in code_blocks("python") if "StableDiffusionPipeline" in b]
+    pipe = StableDiffusionPipeline(**pipelines._sd_components())
+    pipe.save_pretrained(tmp_path)
+    scope = {"path": str(tmp_path)}
+    exec(compile(example, "README.md", "exec"), scope)
+    assert scope["pipe"].device.type == "tpu"
+    cpu_scope = {"path": str(tmp_path)}
+    exec(compile(example.replace('.to("tpu")', ""), "README.md", "exec"), cpu_scope)
+    got, want = np.asarray(scope["image"], np.int16), np.asarray(cpu_scope["image"], np.int16)
+    assert got.shape == want.shape and want.std() > 0
+    assert np.abs(got - want).max() <= 1
 
 
 def test_distributed_example_runs_under_torchrun(tmp_path):
