@@ -51,6 +51,7 @@ def run(command, n, result_path, timeout, lost, chunk=None, only=None):
         with open(result_path, "a") as f:
             f.write(json.dumps({"done": begun, **lost(begun, why)}) + "\n")
         pos = bisect.bisect_right(todo, begun)
+    open(result_path, "a").close()  # there even when no item wrote a record
     return [rec for rec in _records(result_path) if "done" in rec]
 
 

@@ -7,6 +7,7 @@
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/as_strided_native.h>
 #include <ATen/ops/arange.h>
+#include <ATen/ops/stack.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/lt.h>
 #include <ATen/ExpandUtils.h>
@@ -309,6 +310,36 @@ at::Tensor repeat_interleave_tensor(const at::Tensor& repeats,
   return marks.slice(0, 0, total).cumsum(0).to(repeats.scalar_type());
 }
 
+// bincount: the length is max(minlength, max(self) + 1), one host read of
+// the minimum and maximum together (CUDA reads the maximum too); the counts
+// are a scatter-add. Dtypes and checks are the CPU kernel's: int64 counts,
+// float32/float64 weights keep their dtype and others sum in float64.
+at::Tensor bincount(const at::Tensor& self, const std::optional<at::Tensor>& weights_opt,
+                    int64_t minlength) {
+  TORCH_CHECK(minlength >= 0, "minlength should be >= 0");
+  TORCH_CHECK_NOT_IMPLEMENTED(at::isIntegralType(self.scalar_type(), /*includeBool=*/false),
+                              "\"bincount\" not implemented for '", self.scalar_type(), "'");
+  TORCH_CHECK(self.dim() == 1,
+              "bincount only supports 1-d non-negative integral inputs.");
+  const at::Tensor* weights = weights_opt.has_value() && weights_opt->defined()
+                                  ? &*weights_opt : nullptr;
+  TORCH_CHECK(!weights || (weights->dim() == 1 && weights->size(0) == self.size(0)),
+              "weights should be 1-d and have the same length as input");
+  if (self.numel() == 0) return at::zeros({minlength}, self.options().dtype(at::kLong));
+  at::Tensor index = self.to(at::kLong);
+  at::Tensor bounds = at::stack({index.min(), index.max()}).cpu();
+  int64_t lo = bounds[0].item<int64_t>(), hi = bounds[1].item<int64_t>();
+  TORCH_CHECK(lo >= 0, "bincount only supports 1-d non-negative integral inputs.");
+  int64_t n = std::max(minlength, hi + 1);
+  if (!weights) {
+    return at::zeros({n}, index.options()).scatter_add_(0, index, at::ones_like(index));
+  }
+  c10::ScalarType dt = weights->scalar_type();
+  if (dt != at::kFloat && dt != at::kDouble) dt = at::kDouble;
+  at::Tensor w = weights->to(dt);
+  return at::zeros({n}, w.options()).scatter_add_(0, index, w);
+}
+
 // Whether each row of a (batch, seq) padding mask is left-aligned: its
 // trues, then only falses. TransformerEncoder asks this in evaluation before
 // choosing its nested-tensor fast path; the answer is one host read.
@@ -332,6 +363,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_unique", unique_legacy);
   m.impl("unique_consecutive", unique_consecutive);
   m.impl("repeat_interleave.Tensor", repeat_interleave_tensor);
+  m.impl("bincount", bincount);
   m.impl("_nested_tensor_from_mask_left_aligned", nested_tensor_from_mask_left_aligned);
   m.impl("_to_sparse", [](const at::Tensor& t, std::optional<c10::Layout>,
                           at::OptionalIntArrayRef, std::optional<int64_t>) { return no_sparse(t); });

@@ -321,3 +321,27 @@ def test_factory_random_moments():
     a = torch.rand(10, device="tpu", generator=g).cpu()
     g.manual_seed(5)
     assert torch.equal(torch.rand(10, device="tpu", generator=g).cpu(), a)
+
+
+@pytest.mark.parametrize("weights", [None, torch.float32, torch.float64, torch.int32,
+                                     torch.bfloat16])
+def test_bincount_native(weights, monkeypatch):
+    monkeypatch.setenv("TORCH_TPU_FALLBACK", "0")
+    x = torch.tensor([0, 5, 1, 1, 3, 5, 5])
+    w = None if weights is None else (torch.rand(7) * 4).to(weights)
+    for minlength in (0, 3, 9):
+        want = torch.bincount(x, w, minlength)
+        got = torch.bincount(x.to("tpu"), None if w is None else w.to("tpu"), minlength)
+        assert got.dtype == want.dtype
+        torch.testing.assert_close(got.cpu(), want)
+    empty = torch.bincount(torch.tensor([], dtype=torch.long, device="tpu"), minlength=4)
+    assert torch.equal(empty.cpu(), torch.zeros(4, dtype=torch.long))
+
+
+def test_bincount_rejects_as_cpu():
+    for bad, err in [(torch.tensor([-1, 2]), RuntimeError), (torch.tensor([[1]]), RuntimeError),
+                     (torch.tensor([1.0]), NotImplementedError)]:
+        with pytest.raises(err, match="bincount"):
+            torch.bincount(bad.to("tpu"))
+    with pytest.raises(RuntimeError, match="same length"):
+        torch.bincount(torch.tensor([1, 2], device="tpu"), torch.ones(3, device="tpu"))
