@@ -14,18 +14,19 @@ class _Finder(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path, target=None):
         for prepare in _before.pop(name, ()):
             prepare()
-        patches = _pending.get(name)
-        if not patches:
+        if not _pending.get(name):
             return None
         spec = importlib.machinery.PathFinder.find_spec(name, path, target)
         if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
             return spec
-        del _pending[name]
         run = spec.loader.exec_module
 
+        # The patches stay pending until a module runs: libraries probe with
+        # importlib.util.find_spec and drop the spec (Diffusers does, for
+        # safetensors), and the import proper asks again.
         def exec_module(module):
             run(module)
-            for patch in patches:
+            for patch in _pending.pop(name, ()):
                 patch(module)
 
         spec.loader.exec_module = exec_module
