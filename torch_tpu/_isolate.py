@@ -13,6 +13,7 @@ import bisect
 import json
 import os
 import subprocess
+import sys
 import time
 
 
@@ -67,6 +68,29 @@ def add_worker_arguments(ap, rows=False):
         ap.add_argument("--rows", default="", help=argparse.SUPPRESS)
 
 
+def add_zoo_arguments(ap, json_default, timeout, item):
+    """The options every zoo command shares (``--fast --report --timeout
+    --json --markdown -v``, and the worker's); |item| names what one row is."""
+    ap.add_argument("--fast", action="store_true", help="the CI slice")
+    ap.add_argument("--report", default="", help="only write the report from this results JSON "
+                    "(a finished run or its .partial file)")
+    ap.add_argument("--timeout", type=int, default=timeout,
+                    help=f"seconds without progress on one {item} = hung")
+    ap.add_argument("--json", default=json_default)
+    ap.add_argument("--markdown", default="", help="write the report here")
+    ap.add_argument("-v", "--verbose", action="store_true")
+    add_worker_arguments(ap, rows=True)
+
+
+def fallback_counts(results):
+    """{op: how many rows fell back to the CPU for it} over zoo results."""
+    import collections
+    counts = collections.Counter()
+    for r in results.values():
+        counts.update(r.get("fallbacks", {}).keys())
+    return counts
+
+
 def work(result_path, items, fn):
     """The worker side of run(): for each (i, item) of |items|, appends
     ``{"begin": i}``, then ``{"done": i, **fn(item, progress)}``; |fn| may call
@@ -81,6 +105,52 @@ def work(result_path, items, fn):
             out.flush()
             out.write(json.dumps({"done": i, **fn(item, progress)}) + "\n")
             out.flush()
+
+
+def drive_rows(module, args, rows, lost, chunk, flags=()):
+    """The driver of a zoo run as ``python -m module``: |rows| (JSON-able)
+    go to a file beside ``args.json``, workers take them in chunks
+    (``args.timeout`` seconds without progress = hung) and ``args.json``
+    keeps the records. ``lost(row, why)`` gives (arch, result) for a row
+    whose worker crashed or hung. Returns {arch: result}."""
+    rows_path, partial = args.json + ".rows", args.json + ".partial"
+    with open(rows_path, "w") as f:
+        json.dump(rows, f)
+
+    def command(start, end):
+        return [sys.executable, "-m", module, "--worker", "--start", str(start), "--end", str(end),
+                "--rows", rows_path, "--result", partial, *flags]
+
+    def lost_record(i, why):
+        if why == "hung":
+            why = f"hung (no result in {args.timeout} s)"
+        arch, result = lost(rows[i], why)
+        return {"arch": arch, "result": result}
+
+    done = run(command, len(rows), partial, args.timeout, lost_record, chunk=chunk)
+    os.replace(partial, args.json)
+    os.remove(rows_path)
+    return {rec["arch"]: rec["result"] for rec in done}
+
+
+def work_rows(args, fn):
+    """The worker side of drive_rows(): ``fn(row, progress)`` gives (arch,
+    result) for each row from ``args.start`` to ``args.end``; the result
+    gets the row's seconds."""
+    with open(args.rows) as f:
+        rows = json.load(f)
+
+    def one(row, progress):
+        t0 = time.time()
+        arch, result = fn(row, progress)
+        result["seconds"] = round(time.time() - t0, 1)
+        return {"arch": arch, "result": result}
+    work(args.result, [(i, rows[i]) for i in range(args.start, min(args.end, len(rows)))], one)
+
+
+def load_results(path):
+    """{arch: result} from a zoo's records file (drive_rows' ``args.json``)."""
+    return {rec["arch"]: rec["result"] for rec in _records(path) if "done" in rec}
 
 
 def _records(path):

@@ -10,6 +10,8 @@ models and compare at 1e-5 of the scale: one to six small blocks, which XLA
 fuses and reassociates by a few ulp per op; the largest seen is 4e-7 of it.
 """
 import copy
+import subprocess
+import sys
 import warnings
 
 import pytest
@@ -46,6 +48,19 @@ def test_fast_slice_spans_the_families():
     # video transformers, audio
     families = {load_all()[n].fn.__module__.rsplit(".", 1)[1] for n in FAST}
     assert len(FAST) >= 5 and len(families) >= 4, (FAST, families)
+
+
+def test_zoo_command(tmp_path):
+    # the zoo as users run it: driver, worker subprocess, records, report
+    from torch_tpu import _isolate
+    out, md = tmp_path / "d.json", tmp_path / "d.md"
+    proc = subprocess.run([sys.executable, "-m", "torch_tpu.zoo.diffusion", "--classes",
+                           "AutoencoderKL", "--json", str(out), "--markdown", str(md)],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = _isolate.load_results(out)
+    assert list(results) == ["AutoencoderKL"] and results["AutoencoderKL"]["status"] == "match"
+    assert "matched the CPU: 1/1" in proc.stdout and "AutoencoderKL" in md.read_text()
 
 
 def _ddpm():

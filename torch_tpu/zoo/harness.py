@@ -2,7 +2,6 @@
 workers in subprocesses; totals and the markdown report."""
 import argparse
 import collections
-import json
 import os
 import sys
 import time
@@ -291,42 +290,25 @@ def _worker(args):
     import torch  # noqa: F401
 
     import torch_tpu  # noqa: F401
-    rows = json.loads(args.rows)
-    with open(args.result, "a") as out:
-        for i in range(args.start, min(args.end, len(rows))):
-            name, task, model_type = rows[i]
-            out.write(json.dumps({"begin": i}) + "\n")
-            out.flush()
-            t0 = time.time()
-            rec = run_arch(name, task, model_type, args.verbose, args.compile)
-            rec["seconds"] = round(time.time() - t0, 1)
-            out.write(json.dumps({"done": i, "arch": name, "result": rec}) + "\n")
-            out.flush()
+
+    from .. import _isolate
+
+    def one(row, progress):
+        name, task, model_type = row
+        return name, run_arch(name, task, model_type, args.verbose, args.compile)
+    _isolate.work_rows(args, one)
 
 
 def _drive(args, rows):
     from .. import _isolate
-    rows_path = args.json + ".rows"
-    with open(rows_path, "w") as f:
-        json.dump(rows, f)
 
-    def command(start, end):
-        return [sys.executable, "-m", "torch_tpu.zoo", "--worker", "--start", str(start),
-                "--end", str(end), "--rows", rows_path, "--result", args.json + ".partial"] + \
-            (["-v"] if args.verbose else []) + (["--compile"] if args.compile else [])
-
-    def lost(i, why):
-        name, task, model_type = rows[i]
-        if why == "hung":
-            why = f"hung (no result in {args.timeout} s)"
-        return {"arch": name, "result": {"task": task, "model_type": model_type,
-                                         "status": "crash", "reason": why, "fallbacks": {}}}
-
-    done = _isolate.run(command, len(rows), args.json + ".partial", args.timeout, lost,
-                        chunk=_CHUNK)
-    os.replace(args.json + ".partial", args.json)
-    os.remove(rows_path)
-    return {rec["arch"]: rec["result"] for rec in done}
+    def lost(row, why):
+        name, task, model_type = row
+        return name, {"task": task, "model_type": model_type, "status": "crash", "reason": why,
+                      "fallbacks": {}}
+    return _isolate.drive_rows("torch_tpu.zoo", args, rows, lost, _CHUNK,
+                               (["-v"] if args.verbose else []) +
+                               (["--compile"] if args.compile else []))
 
 
 def totals(results):
@@ -338,10 +320,8 @@ def totals(results):
     bwd["crash"] += sum(1 for r in results.values() if r["task"] == "causal-lm"
                         and r["status"] == "crash")
     bcounted = bwd["match"] + bwd["mismatch"] + bwd["crash"]
-    fallbacks = collections.Counter()
-    for r in results.values():
-        for op in r.get("fallbacks", {}):
-            fallbacks[op] += 1
+    from .. import _isolate
+    fallbacks = _isolate.fallback_counts(results)
     pct = lambda a, b: 100.0 * a / b if b else 0.0  # noqa: E731
     return {
         "random": sum(1 for r in results.values() if r.get("random")),
@@ -412,25 +392,16 @@ def main(argv=None):
         return diffusers_main(argv[1:])
     ap = argparse.ArgumentParser(description="Hugging Face model zoo on tpu against the CPU "
                                  "(--diffusers first: Diffusers' model classes).")
-    ap.add_argument("--fast", action="store_true", help="the CI slice")
+    from .. import _isolate
+    _isolate.add_zoo_arguments(ap, "zoo.json", 300, "architecture")
     ap.add_argument("--archs", default="", help="comma-separated model class names")
     ap.add_argument("--tasks", default="", help="comma-separated task labels (see TASKS)")
     ap.add_argument("--every", type=int, default=1,
                     help="run every N-th architecture of the sorted list (a spread sample)")
-    ap.add_argument("--report", default="", help="only write the report from this results JSON "
-                    "(a finished run or its .partial file)")
-    ap.add_argument("--timeout", type=int, default=300, help="seconds on one architecture = hung")
-    ap.add_argument("--json", default="zoo.json")
-    ap.add_argument("--markdown", default="", help="write the report here")
     ap.add_argument("--compile", action="store_true",
                     help='run the tpu models through torch.compile(backend="tpu")')
-    ap.add_argument("-v", "--verbose", action="store_true")
-    from .. import _isolate
-    _isolate.add_worker_arguments(ap, rows=True)
     args = ap.parse_args(argv)
     if args.worker:
-        with open(args.rows) as f:
-            args.rows = f.read()
         return _worker(args)
     os.environ.setdefault("TORCH_DEVICE_BACKEND_AUTOLOAD", "1")
     rows = architectures(set(t for t in args.tasks.split(",") if t))
@@ -442,15 +413,10 @@ def main(argv=None):
         rows = [r for r in rows if r[0] in wanted]
     rows = rows[::args.every]
     if args.report:
-        return _write_report(args, _load(args.report), elapsed=None)
+        return _write_report(args, _isolate.load_results(args.report), elapsed=None)
     t0 = time.time()
     results = _drive(args, rows)
     return _write_report(args, results, time.time() - t0)
-
-
-def _load(path):
-    with open(path) as f:
-        return {rec["arch"]: rec["result"] for rec in map(json.loads, f) if "done" in rec}
 
 
 def _write_report(args, results, elapsed):

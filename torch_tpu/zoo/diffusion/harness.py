@@ -3,7 +3,6 @@ compared; workers in subprocesses; totals and the markdown report."""
 import argparse
 import collections
 import copy
-import json
 import os
 import sys
 import time
@@ -200,39 +199,16 @@ def _worker(args):
     import torch_tpu  # noqa: F401
 
     from ... import _isolate
-    names = json.loads(args.rows)
-
-    def one(name, progress):
-        t0 = time.time()
-        rec = run_class(name, args.verbose, args.compile)
-        rec["seconds"] = round(time.time() - t0, 1)
-        return {"arch": name, "result": rec}
-    _isolate.work(args.result, [(i, names[i]) for i in range(args.start, min(args.end, len(names)))],
-                  one)
+    _isolate.work_rows(args, lambda name, progress: (name, run_class(name, args.verbose,
+                                                                      args.compile)))
 
 
 def _drive(args, names):
     from ... import _isolate
-    rows_path = args.json + ".rows"
-    with open(rows_path, "w") as f:
-        json.dump(names, f)
-
-    def command(start, end):
-        return [sys.executable, "-m", "torch_tpu.zoo.diffusion", "--worker", "--start",
-                str(start), "--end", str(end), "--rows", rows_path,
-                "--result", args.json + ".partial"] + \
-            (["-v"] if args.verbose else []) + (["--compile"] if args.compile else [])
-
-    def lost(i, why):
-        if why == "hung":
-            why = f"hung (no result in {args.timeout} s)"
-        return {"arch": names[i], "result": {"status": "crash", "reason": why, "fallbacks": {}}}
-
-    done = _isolate.run(command, len(names), args.json + ".partial", args.timeout, lost,
-                        chunk=CHUNK)
-    os.replace(args.json + ".partial", args.json)
-    os.remove(rows_path)
-    return {rec["arch"]: rec["result"] for rec in done}
+    return _isolate.drive_rows(
+        "torch_tpu.zoo.diffusion", args, names,
+        lambda name, why: (name, {"status": "crash", "reason": why, "fallbacks": {}}), CHUNK,
+        (["-v"] if args.verbose else []) + (["--compile"] if args.compile else []))
 
 
 def totals(results):
@@ -242,10 +218,8 @@ def totals(results):
     bwd = collections.Counter(r["backward"]["status"] for r in results.values()
                               if "backward" in r)
     bcounted = bwd["match"] + bwd["mismatch"] + bwd["crash"]
-    fallbacks = collections.Counter()
-    for r in results.values():
-        for op in r.get("fallbacks", {}):
-            fallbacks[op] += 1
+    from ... import _isolate
+    fallbacks = _isolate.fallback_counts(results)
     pct = lambda a, b: 100.0 * a / b if b else 0.0  # noqa: E731
     return {
         "classes": len(results), "no_recipe": fwd["no recipe"], "skipped": fwd["skip"],
@@ -290,26 +264,17 @@ def details(results):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description="Diffusers model zoo on tpu against the CPU.")
-    ap.add_argument("--fast", action="store_true", help="the CI slice")
+    from ... import _isolate
+    _isolate.add_zoo_arguments(ap, "zoo_diffusers.json", TIMEOUT, "class")
     ap.add_argument("--classes", default="", help="comma-separated model class names")
-    ap.add_argument("--report", default="", help="only write the report from this results JSON")
-    ap.add_argument("--timeout", type=int, default=TIMEOUT,
-                    help="seconds without progress on one class = hung")
-    ap.add_argument("--json", default="zoo_diffusers.json")
-    ap.add_argument("--markdown", default="", help="write the report here")
     ap.add_argument("--compile", action="store_true",
                     help='run the tpu models through torch.compile(backend="tpu")')
-    ap.add_argument("-v", "--verbose", action="store_true")
-    from ... import _isolate
-    _isolate.add_worker_arguments(ap, rows=True)
     args = ap.parse_args(argv)
     if args.worker:
-        with open(args.rows) as f:
-            args.rows = f.read()
         return _worker(args)
     os.environ.setdefault("TORCH_DEVICE_BACKEND_AUTOLOAD", "1")
     if args.report:
-        return _write_report(args, _load(args.report), None)
+        return _write_report(args, _isolate.load_results(args.report), None)
     names = model_classes()
     from .recipes import load_all
     recipes = load_all()
@@ -324,11 +289,6 @@ def main(argv=None):
     t0 = time.time()
     results = _drive(args, names)
     return _write_report(args, results, time.time() - t0)
-
-
-def _load(path):
-    with open(path) as f:
-        return {rec["arch"]: rec["result"] for rec in map(json.loads, f) if "done" in rec}
 
 
 def _write_report(args, results, elapsed):
