@@ -256,8 +256,14 @@ static tpr_status_t lower_grid_sampler_2d_backward(lw_ctx_t* ctx) {
   TPR_RETURN_IF_ERROR(gs_setup(ctx, 1, &s));
   if (s.mode == GS_BICUBIC)
     return lw_fail(ctx, TPR_UNIMPLEMENTED, "bicubic backward is not supported");
-  bool want[2];
-  TPR_RETURN_IF_ERROR(lw_output_mask(ctx, 6, 2, want));
+  // output_mask switches grad_input off only: grad_grid is always returned
+  // (PyTorch's CPU kernel and meta function do so; RAFT's lookups ask for
+  // grad_input alone).
+  const tpr_arg_t* mask = lw_arg(ctx, 6);
+  bool want[2] = {mask->kind != TPR_ARG_BOOL_LIST || mask->count < 1 || mask->bools[0], true};
+  if (ctx->num_outs != 1 + want[0])
+    return lw_fail(ctx, TPR_INVALID_ARGUMENT, "%d results for an output_mask of %d",
+                   (int)ctx->num_outs, 1 + want[0]);
   if (s.empty) return lw_ret_zeros(ctx);
   tpr_graph_t* g = G;
   tpr_dtype_t ct = tpr_value_type(g, s.x)->dtype;

@@ -138,6 +138,17 @@ def test_grid_sample_backward_grid_only(tpu):
     torch.testing.assert_close(gd.grad.cpu(), gc.grad, rtol=1e-4, atol=1e-5)
 
 
+def test_grid_sample_backward_input_only(tpu):
+    # output_mask [True, False] (RAFT samples its correlation volume at
+    # detached coordinates): grad_grid still comes back, as from the CPU kernel.
+    x, grid = make(seed=7)
+    xd = x.to(tpu).requires_grad_()
+    F.grid_sample(xd, grid.to(tpu), align_corners=True).pow(2).sum().backward()
+    xc = x.clone().requires_grad_()
+    F.grid_sample(xc, grid, align_corners=True).pow(2).sum().backward()
+    torch.testing.assert_close(xd.grad.cpu(), xc.grad, rtol=1e-4, atol=1e-5)
+
+
 @pytest.mark.parametrize("mode,pad", list(itertools.product(["bilinear", "nearest"], PADS)))
 @pytest.mark.parametrize("align", [False, True])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
