@@ -109,6 +109,7 @@ _OVERRIDES = {
     # rope sections of a 16-wide head (sum 8): the default code sections need 128
     "ernie4_5_vl_moe": {"text_config": {"rope_parameters": {"mrope_section": [3, 3, 2]}}},
     # KV sharing across the last layers needs layers of every kind before them
+    "gemma3n": {"text_config": {"num_kv_shared_layers": 0}},
     "gemma3n_text": {"num_kv_shared_layers": 0},
     # the assistant's validation: no per-layer inputs, and every layer reads
     # shared KV (0 becomes "all layers" once the config is built)
@@ -160,6 +161,9 @@ _OVERRIDES = {
     # the text model builds a sliding-window mask whatever its layer kinds;
     # the default leaves the window to checkpoints
     "step3p7": {"text_config": {"sliding_window": 4}},
+    # checkpoints name the timm model; the default names none: timm's tiny
+    # ResNet (random weights, nothing downloaded)
+    "timm_backbone": {"backbone": "test_resnet"},
     # the acoustic transformer's rotary positions run over the heads
     # (position ids 0..num_attention_heads): keys need as many heads as
     # queries. The acoustic encoder doubles its channels at each of five

@@ -76,13 +76,16 @@ def _loss(out):
 def _to_tpu(model):
     """``model.to("tpu")``, plus the tensors modules cache in plain attributes
     during the CPU run (Mimi's codebook caches its centroids), which ``to``
-    does not move."""
+    does not move. LRU caches of results by input (OmDet-Turbo's text
+    embeddings) start empty: tpu would otherwise reuse the CPU's results."""
     import torch
     model = model.to("tpu")
     for m in model.modules():
-        for k, v in vars(m).items():
+        for k, v in list(vars(m).items()):
             if isinstance(v, torch.Tensor) and v.device.type == "cpu":
                 setattr(m, k, v.to("tpu"))
+            elif type(v).__name__.endswith("LRUCache") and hasattr(v, "capacity"):
+                setattr(m, k, type(v)(v.capacity))
     return model
 
 

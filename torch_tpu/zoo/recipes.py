@@ -1,9 +1,9 @@
 """Per-model-type recipes (``_RECIPES``): a config fix applied after the
 shrink and/or an input fix, each with its reason."""
 
-from .settings import BATCH, DEC_SEQ, IMAGE, SEQ
+from .settings import BATCH, DEC_SEQ, HEADS, IMAGE, SEQ
 from .synth import (
-    _boxes, _free_token, _image_hw, _sub, _token_id, _video, _vision, _with_placeholders
+    _boxes, _free_token, _image_hw, _samples, _sub, _token_id, _video, _vision, _with_placeholders
 )
 
 
@@ -73,6 +73,47 @@ def _cfg_deepseek_ocr2(config):
     vc = config.vision_config
     width = vc.encoder_config.hidden_size
     vc.sam_config.downsample_channels = [width // 2, width]
+
+
+def _cfg_fast_vlm(config):
+    # the tower is timm's FastViT-MCi3 (125M parameters): one block per stage
+    # instead, widths doubling from 8 as the default's do from 96 (each
+    # down-sampling conv is grouped by its input channels; the attention
+    # stages keep whole 32-wide heads); the projector reads the final conv,
+    # twice the last width
+    vc = config.vision_config
+    dims = (8, 16, 32, 64, 128)
+    vc.model_args = {**(vc.model_args or {}), "layers": (1,) * 5, "embed_dims": dims}
+    vc.hidden_size = 2 * dims[-1]
+
+
+def _cfg_gemma3n(config):
+    # the vision tower is timm's MobileNetV5 encoder: 84 blocks, 300M
+    # parameters, and a fused output fixed at 2048 channels. One stage of
+    # each of its block kinds at a few channels instead (the same strides;
+    # timm's stages end in a residual block, as there), the output grid 2 x 2
+    # soft tokens (at 64 pixels, as _rx_image64 sends)
+    from timm.models._efficientnet_builder import decode_arch_def
+    vc = config.vision_config
+    vc.hidden_size = 2048
+    vc.model_args = {**(vc.model_args or {}), "stem_size": 16, "msfa_output_resolution": 2,
+                     "block_args": decode_arch_def([
+                         ["er_r1_k3_s2_e4_c16"], ["uir_r1_a3_k5_s2_e6_c32"],
+                         ["uir_r1_a5_k5_s2_e6_c32", "mqa_r1_k3_h2_v2_s1_d8_c32",
+                          "uir_r1_a0_k0_s1_e2_c32"],
+                         ["uir_r1_a5_k5_s2_e6_c64", "mqa_r1_k3_h2_s1_d8_c64",
+                          "uir_r1_a0_k0_s1_e2_c64"]])}
+    config.vision_soft_tokens_per_image = 4
+    # the text vocabulary ends with the vision then the audio tokens (hard
+    # embeddings, 128 each after the 262144 text ids; the padding of audio
+    # features embeds the last id): 32 each at the top of the shrunk one
+    vocab, n = config.text_config.vocab_size, 32
+    for i, c in enumerate((vc, config.audio_config)):
+        c.vocab_size, c.vocab_offset = n, vocab - (2 - i) * n
+    # audio placeholders come padded to a fixed count (188 for 30 s clips):
+    # the 4 tokens of the 64 mel frames _rx_gemma3n sends (4x subsampling,
+    # then 4x reduction)
+    config.audio_soft_tokens_per_image = 4
 
 
 def _cfg_emu3(config):
@@ -153,6 +194,16 @@ _SAM2_VISION = {"backbone_config": _SAM2_HIERA, "backbone_channel_list": [128, 6
                 "backbone_feature_sizes": [[16, 16], [8, 8], [4, 4]], "fpn_hidden_size": 32}
 _SAM2 = {**_SAM_HEADS, "vision_config": _SAM2_VISION,
          "prompt_encoder_config": {"hidden_size": 32, "image_size": 64, "patch_size": 16}}
+
+# EdgeTAM's timm backbone (RepViT in checkpoints; the default config misspells
+# the key, which leaves timm's ResNet-50): timm's tiny ConvNeXt has the same
+# four stages at strides 4 to 32, which the neck reads from the last, at
+# SAM 2's grids of a 64-pixel image
+_EDGETAM_VISION = {"backbone_config": {"architecture": "test_convnext"},
+                   "backbone_channel_list": [64, 48, 32, 24],
+                   "backbone_feature_sizes": _SAM2_VISION["backbone_feature_sizes"],
+                   "fpn_hidden_size": 32}
+_EDGETAM = {**_SAM2, "vision_config": _EDGETAM_VISION}
 
 # SAM 3's ViT tiles position embeddings pretrained on a 4 x 4 grid over the
 # 8 x 8 grid of a 112-pixel image, windows the size of that tile; the neck's
@@ -245,6 +296,55 @@ def _cfg_shieldgemma2(config):
     # the classifier reads the logits of the words "Yes" and "No" (ids the
     # model defaults to in the full vocabulary): ordinary words here
     config.yes_token_index, config.no_token_index = 5, 6
+
+
+def _cfg_omdet_turbo(config):
+    # timm's Swin (channels-last stages, as the per-stage norms read them)
+    # with one block per stage, 16 channels in the first, windows that tile
+    # the 16 x 16 patch grid of a 64-pixel image; the model hands timm only
+    # the kwargs it derives from the backbone config, set here after it
+    swin = {"img_size": IMAGE, "always_partition": True, "embed_dim": 16,
+            "depths": (1, 1, 1, 1), "num_heads": (1, 2, 4, 8), "window_size": 4}
+    config.backbone_config.img_size = IMAGE
+    config.timm_kwargs = swin
+    # the encoder reads stages 1-3 (twice the width each); encoder, decoder
+    # and vision features share one width, the text side another (the
+    # projected class embeddings and the task tokens are text-wide): twice
+    # the decoder's, as in the default, since the decoder defines its task
+    # projection only where the two differ (and calls it regardless)
+    width = config.d_model
+    text = config.text_config.hidden_size = 2 * width
+    _assign(config, {"encoder_in_channels": [32, 64, 128], "decoder_hidden_dim": width,
+                     "vision_features_channels": [width] * 3, "decoder_num_heads": HEADS,
+                     "encoder_dim_feedforward": 2 * width, "decoder_dim_feedforward": 2 * width,
+                     "text_projection_in_dim": text, "text_projection_out_dim": text,
+                     "class_embed_dim": text, "task_encoder_hidden_dim": 2 * text,
+                     "decoder_num_layers": 2, "num_queries": 16})
+
+
+# timm's Perception Encoder ViT (vit_pe_core_*: 300M parameters at 336
+# pixels, which its patch embedding insists on) as two narrow blocks at the
+# harness's 64-pixel images, its rope grid their 4 x 4 patches
+_PE_VIT = {"img_size": IMAGE, "patch_size": 16, "embed_dim": 32, "depth": 2, "num_heads": HEADS,
+           "attn_pool_num_heads": HEADS, "ref_feat_shape": (IMAGE // 16, IMAGE // 16)}
+
+
+def _cfg_pe_video(config):
+    # the video encoder's frame tower (pooled: the PE ViT's attention pool)
+    stack = [config]
+    while stack:
+        c = stack.pop()
+        if c.model_type == "pe_video_encoder":
+            c.vision_config.model_args = dict(_PE_VIT)
+        stack += [getattr(c, k) for k in getattr(c, "sub_configs", {}) if getattr(c, k, None)]
+
+
+def _cfg_perception_lm(config):
+    # checkpoints name the tower (a PE ViT whose patch tokens, after its
+    # class token, the projector reads at the width model_args names); the
+    # default names none, which leaves timm's ResNet-50
+    config.vision_config.architecture = "vit_pe_core_large_patch14_336"
+    config.vision_config.model_args = {**_PE_VIT, "global_pool": ""}
 
 
 def _cfg_tvp(config):
@@ -473,6 +573,16 @@ def _rx_audio_channels(inputs, params, config, g):
     import torch
     ch = getattr(config, "audio_channels", None) or 1
     inputs["input_values"] = torch.randn(BATCH, ch, 1920, generator=g)
+
+
+def _rx_pe_audio_video(inputs, params, config, g):
+    import torch
+    # audio is optional in forward, but without it the model takes its
+    # video-text path, which reads outputs the video model does not return:
+    # mono audio (batch, 1, samples) for the path through every tower, in
+    # whole hops of the codec inside the audio-video encoder's config
+    inputs["input_values"] = torch.randn(BATCH, 1, _samples(config.audio_video_config),
+                                         generator=g)
 
 
 def _rx_ast(inputs, params, config, g):
@@ -726,6 +836,19 @@ def _rx_oneformer(inputs, params, config, g):
     inputs["task_inputs"] = torch.randint(4, 64, (BATCH, config.task_seq_len), generator=g)
 
 
+def _rx_omdet_turbo(inputs, params, config, g):
+    import torch
+    # the tokenised class names (two per image, flattened) and task prompt
+    inputs.pop("input_ids", None)
+    inputs.pop("attention_mask", None)
+    classes = 2
+    inputs["classes_input_ids"] = torch.randint(4, 64, (BATCH * classes, SEQ), generator=g)
+    inputs["classes_attention_mask"] = torch.ones(BATCH * classes, SEQ, dtype=torch.long)
+    inputs["tasks_input_ids"] = torch.randint(4, 64, (BATCH, SEQ), generator=g)
+    inputs["tasks_attention_mask"] = torch.ones(BATCH, SEQ, dtype=torch.long)
+    inputs["classes_structure"] = torch.full((BATCH,), classes, dtype=torch.long)
+
+
 def _rx_musicgen_decoder(inputs, params, config, g):
     if "labels" in inputs:
         # ids are (batch * codebooks, steps); labels are (batch, steps, codebooks)
@@ -787,6 +910,18 @@ def _rx_gemma3n_audio(inputs, params, config, g):
     inputs["audio_mel_mask"] = torch.zeros(BATCH, 64, dtype=torch.bool)  # True = padding
 
 
+def _rx_gemma3n(inputs, params, config, g):
+    import torch
+    _rx_image64(inputs, params, config, g)
+    if "pixel_values" in inputs and "input_features" in params:
+        # audio beside the image: (batch, frames, mel) and which frames are
+        # valid (forward inverts it into the tower's padding mask)
+        frames = 64
+        inputs["input_features"] = torch.randn(BATCH, frames, config.audio_config.input_feat_size,
+                                               generator=g)
+        inputs["input_features_mask"] = torch.ones(BATCH, frames, dtype=torch.bool)
+
+
 def _rx_depth_pro(inputs, params, config, g):
     import torch
     # the smallest scale still holds one whole crop
@@ -799,6 +934,14 @@ def _rx_sam2_pixels(inputs, params, config, g):
     hiera = getattr(config, "backbone_config", config)
     inputs["pixel_values"] = torch.randn(BATCH, hiera.num_channels, *hiera.image_size,
                                          generator=g)
+
+
+def _rx_image64(inputs, params, config, g):
+    import torch
+    # the config names no image size (the harness would use 224): the
+    # 64-pixel images the config fix sizes the feature grids for
+    if "pixel_values" in inputs:
+        inputs["pixel_values"] = torch.randn(BATCH, 3, IMAGE, IMAGE, generator=g)
 
 
 def _rx_sam_points(inputs, params, config, g):
@@ -977,11 +1120,16 @@ _RECIPES = {
                       _cfg_deepseek_ocr2, _rx_deepseek_ocr2),
     "depth_pro": ("crops of the image at three scales; crop size and feature widths",
                   _cfg_depth_pro, _rx_depth_pro),
+    "edgetam": ("a tiny timm backbone; neck grids at a 64-pixel image; a point prompt",
+                lambda c: _assign(c, _EDGETAM), _rx_sam_points),
+    "edgetam_vision_model": ("a tiny timm backbone; neck grids at a 64-pixel image",
+                             lambda c: _assign(c, _EDGETAM_VISION), _rx_image64),
     "efficientloftr": ("matches a pair of images: (batch, 2, channels, h, w); block "
                        "widths follow the shrunk stages", _rederive, _rx_image_pair),
     "emu3": ("the image vocabulary map comes with checkpoints", _cfg_emu3, None),
     "encodec": ("audio is (batch, channels, samples); codes have the encoder's width",
                 _cfg_codebook, _rx_audio_channels),
+    "fast_vlm": ("a small FastViT tower and the projector's width from it", _cfg_fast_vlm, None),
     "florence2": ("the projector maps image features to the LM's width",
                   _cfg_projection_width, None),
     "fsmt": ("labels are not shifted into decoder inputs", None, _rx_fsmt),
@@ -990,6 +1138,8 @@ _RECIPES = {
              None, _rx_fuyu),
     "gemma3": ("soft tokens pooled from a patch grid the shrunk image still has",
                _gemma3_soft_tokens, None),
+    "gemma3n": ("a small MobileNetV5 tower and its soft-token grid; 64-pixel images; "
+                "audio placeholders for a short clip", _cfg_gemma3n, _rx_gemma3n),
     "gemma3n_audio": ("mel frames and their padding mask", None, _rx_gemma3n_audio),
     "gemma4_vision": ("flattened patches and their (x, y) positions, whole pooling windows",
                       None, _rx_gemma4_vision),
@@ -1053,13 +1203,22 @@ _RECIPES = {
                       _rx_nemotron_transcribe),
     "nemotron3_5_transcribe_audio": ("audio frames in whole stacking groups", None,
                                      _rx_nemotron_transcribe),
+    "omdet-turbo": ("a small timm Swin and matching widths; tokenised classes and a task prompt",
+                    _cfg_omdet_turbo, _rx_omdet_turbo),
     "oneformer": ("a tokenised task prompt conditions the segmentation", None, _rx_oneformer),
     "paddleocr_vl": ("patches come as (patches, channels, patch, patch) images", None,
                      _rx_patch_images),
     "paligemma": ("the projector maps image features to the LM's width",
                   _cfg_projection_width, None),
+    "pe_audio_video": ("a small timm PE ViT for the frames; audio beside video and text",
+                       _cfg_pe_video, _rx_pe_audio_video),
+    "pe_audio_video_encoder": ("a small timm PE ViT for the frames", _cfg_pe_video, None),
+    "pe_video": ("a small timm PE ViT for the frames", _cfg_pe_video, None),
+    "pe_video_encoder": ("a small timm PE ViT for the frames", _cfg_pe_video, None),
     "perceiver": ("preprocessor-free inputs; head counts and decoder length fit the inputs",
                   _cfg_perceiver, _rx_perceiver),
+    "perception_lm": ("a small timm PE ViT tower, as checkpoints name one; 64-pixel images",
+                      _cfg_perception_lm, _rx_image64),
     "pi0": ("a robot state and a noised action chunk at a denoising time; camera images",
             _cfg_pi0, _rx_pi0),
     "pix2struct": ("variable-resolution patches, each prefixed by its (row, column)", None,
