@@ -90,8 +90,14 @@ void ensure_storage_fits(const at::Tensor& self) {
 const at::Tensor& resize_(const at::Tensor& self, c10::IntArrayRef size,
                           std::optional<c10::MemoryFormat> memory_format) {
   auto* impl = self.unsafeGetTensorImpl();
-  impl->set_sizes_contiguous(size);
-  if (memory_format) impl->empty_tensor_restride(*memory_format);
+  // Same sizes keep the strides (a transposed tensor stays transposed), as
+  // on the CPU; only a memory_format restrides then.
+  if (impl->sizes() != size) impl->set_sizes_contiguous(size);
+  if (memory_format) {
+    TORCH_CHECK(*memory_format != c10::MemoryFormat::Preserve,
+                "resize_: unsupported memory format ", *memory_format);
+    impl->empty_tensor_restride(*memory_format);
+  }
   ensure_storage_fits(self);
   return self;
 }

@@ -16,3 +16,28 @@ def test_fast_slice(tmp_path):
                if column in v and v[column]["status"] not in ("pass", "skip")}
         assert "error" not in statuses, bad
         assert counted.count("pass") / len(counted) >= floor, bad
+
+
+# Ops that reshape, view or restride their input: each runs every sample
+# again with its inputs transposed, channels-last, sliced and with odd strides
+# on size-1 dims, and must give the CPU's values (the full op_db sweep is
+# `--layouts all` in docs/coverage.md).
+LAYOUT_OPS = ["nn.functional.group_norm", "nn.functional.layer_norm", "nn.functional.batch_norm",
+              "nn.functional.conv2d", "nn.functional.max_pool2d", "nn.functional.unfold",
+              "nn.functional.pad", "softmax", "reshape", "view", "flatten", "resize_as_",
+              "nn.functional.scaled_dot_product_attention", "matmul", "unflatten"]
+
+
+def test_layouts_slice(tmp_path):
+    r, results = run_coverage(["--ops", ",".join(LAYOUT_OPS), "--dtypes", "float32",
+                               "--no-backward", "--samples", "2", "--layouts", "all"],
+                              tmp_path / "layouts.json", "op")
+    assert r.returncode == 0, r.stdout + r.stderr
+    columns = ["float32"] + [f"float32 {la}" for la in ("transposed", "channels_last", "sliced",
+                                                       "size1_strides")]
+    # (variants the CPU runs in float64 only are not counted)
+    counted = {op: v for op, v in results.items() if v["float32"]["status"] != "skip"}
+    assert len(counted) >= len(LAYOUT_OPS), sorted(results)
+    bad = {(op, c): v.get(c) for op, v in counted.items() for c in columns
+           if v.get(c, {}).get("status") != "pass"}
+    assert not bad, bad

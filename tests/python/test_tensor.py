@@ -139,6 +139,22 @@ def test_empty_resize_and_set():
     assert torch.equal(e.cpu(), torch.arange(6.0).as_strided((2, 2), (2, 1), 2) + 1)
 
 
+def test_resize_keeps_strides_of_the_same_sizes():
+    # resize_ / resize_as_ to the sizes a tensor has changes nothing (a
+    # transposed tensor keeps its values and strides); a memory_format
+    # restrides, as on the CPU
+    x = torch.arange(6.0).reshape(3, 2).t()
+    for dev in ("cpu", "tpu"):
+        y = x.to(dev).clone(memory_format=torch.preserve_format)
+        assert y.stride() == (1, 2)
+        y.resize_as_(torch.empty(2, 3, device=dev))
+        assert y.stride() == (1, 2) and torch.equal(y.cpu(), x), dev
+        y.resize_(2, 3, memory_format=torch.contiguous_format)
+        assert y.stride() == (3, 1), dev
+        with pytest.raises(RuntimeError, match="memory format"):
+            y.resize_(2, 3, memory_format=torch.preserve_format)
+
+
 def test_zero_size_and_scalars():
     z = torch.zeros(0, 3, device="tpu")
     assert z.cpu().shape == (0, 3)
