@@ -262,6 +262,22 @@ def cosmos():
                         condition_mask=cond.expand(2, 1, 3, 8, 8).contiguous())
 
 
+@recipe("CosmosControlNetModel", backward=True)
+def cosmos_controlnet():
+    # Cosmos-Transfer's control branch: control latents padded to in_channels - 2, then the
+    # condition mask and the padding mask (resized with torchvision: without it the CPU cannot
+    # run this class) as extra channels, on both the control and the base latents.
+    config = dict(n_controlnet_blocks=2, in_channels=8, latent_channels=6, model_channels=32,
+                  num_attention_heads=2, attention_head_dim=16, mlp_ratio=2.0, text_embed_dim=24,
+                  adaln_lora_dim=8, max_size=(8, 32, 32), patch_size=(1, 2, 2),
+                  rope_scale=(1.0, 3.0, 3.0))
+    cond = torch.zeros(2, 1, 3, 8, 8)
+    cond[:, :, :1] = 1.0
+    return config, dict(controls_latents=randn(2, 4, 3, 8, 8), latents=randn(2, 4, 3, 8, 8),
+                        timestep=rand(2) * 1000, encoder_hidden_states=randn(2, 7, 24),
+                        condition_mask=cond, padding_mask=torch.zeros(1, 1, 16, 16), fps=16)
+
+
 # --- HunyuanVideo family ----------------------------------------------------------------
 
 
