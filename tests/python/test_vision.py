@@ -79,3 +79,18 @@ def test_torchvision_without_its_extension():
         pytest.skip("torchvision's extension loads here: nothing to stand in for")
     assert "nms raised:" in proc.stdout, proc.stdout
     assert "resnet18 on tpu: (1, 10)" in proc.stdout, proc.stdout
+
+
+def test_training_judgement():
+    # (tpu error, CPU float32 error, float32 spread) per step, against float64
+    judge, tol = vision._judge_stepwise, vision.RTOL_SCALE
+    calm = (tol / 10, tol / 10, tol / 10)
+    assert judge([calm] * 3)[0] is None
+    # tpu off while float32 is not: a mismatch at that step, whatever follows
+    assert judge([(3 * tol, tol / 10, tol / 10), (1, 1, 1), (1, 1, 1)])[0].startswith("step 1")
+    # float32 itself drifts at step 2: tpu within 4x of the spread passes...
+    problem, note = judge([calm, (0.3, 0.01, 0.1), (50, 9, 9)])
+    assert problem is None and note.startswith("ill-conditioned from step 2")
+    # ...and beyond it does not, nor a step 1 that was already off
+    assert judge([calm, (0.5, 0.01, 0.1), (1, 1, 1)])[0].startswith("step 2")
+    assert judge([(2 * tol, tol / 10, tol / 10), (0.3, 0.01, 0.1), calm])[0].startswith("step 1")
