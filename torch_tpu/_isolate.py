@@ -91,6 +91,13 @@ def fallback_counts(results):
     return counts
 
 
+def fallbacks_line(fallback_ops, item):
+    """The report line of fallback_counts(): most used first, or "none"."""
+    ops = sorted(fallback_ops.items(), key=lambda kv: -kv[1])
+    return (f"Ops that fell back to the CPU ({item} using them): " +
+            (", ".join(f"{k} ({v})" for k, v in ops) or "none"))
+
+
 def work(result_path, items, fn):
     """The worker side of run(): for each (i, item) of |items|, appends
     ``{"begin": i}``, then ``{"done": i, **fn(item, progress)}``; |fn| may call
@@ -110,9 +117,11 @@ def work(result_path, items, fn):
 def drive_rows(module, args, rows, lost, chunk, flags=()):
     """The driver of a zoo run as ``python -m module``: |rows| (JSON-able)
     go to a file beside ``args.json``, workers take them in chunks
-    (``args.timeout`` seconds without progress = hung) and ``args.json``
-    keeps the records. ``lost(row, why)`` gives (arch, result) for a row
-    whose worker crashed or hung. Returns {arch: result}."""
+    (``args.timeout`` seconds without progress = hung; ``-v`` passed on,
+    and |flags|) and ``args.json`` keeps the records. ``lost(row, why)``
+    gives (arch, result) for a row whose worker crashed or hung. Returns
+    {arch: result}."""
+    flags = (["-v"] if args.verbose else []) + list(flags)
     rows_path, partial = args.json + ".rows", args.json + ".partial"
     with open(rows_path, "w") as f:
         json.dump(rows, f)

@@ -6,6 +6,7 @@ import os
 import sys
 import time
 
+from .. import _isolate
 from .settings import FAST_ARCHS, LM_TASKS, RTOL_SCALE, SCALE_FLOOR, SEED, TASKS, _CHUNK
 from .models import architectures, build
 from .recipes import TRAIN_BACKWARD
@@ -294,8 +295,6 @@ def _worker(args):
 
     import torch_tpu  # noqa: F401
 
-    from .. import _isolate
-
     def one(row, progress):
         name, task, model_type = row
         return name, run_arch(name, task, model_type, args.verbose, args.compile)
@@ -303,15 +302,13 @@ def _worker(args):
 
 
 def _drive(args, rows):
-    from .. import _isolate
 
     def lost(row, why):
         name, task, model_type = row
         return name, {"task": task, "model_type": model_type, "status": "crash", "reason": why,
                       "fallbacks": {}}
     return _isolate.drive_rows("torch_tpu.zoo", args, rows, lost, _CHUNK,
-                               (["-v"] if args.verbose else []) +
-                               (["--compile"] if args.compile else []))
+                               ["--compile"] if args.compile else [])
 
 
 def totals(results):
@@ -323,7 +320,6 @@ def totals(results):
     bwd["crash"] += sum(1 for r in results.values() if r["task"] == "causal-lm"
                         and r["status"] == "crash")
     bcounted = bwd["match"] + bwd["mismatch"] + bwd["crash"]
-    from .. import _isolate
     fallbacks = _isolate.fallback_counts(results)
     pct = lambda a, b: 100.0 * a / b if b else 0.0  # noqa: E731
     return {
@@ -354,9 +350,7 @@ def report(results):
         + f"; {t['text_only']} multimodal rows ran text-only (their images/audio were refused)",
         f"Causal-LM backward matched the CPU: {t['causal_backward_match']}/"
         f"{t['causal_backward_counted']} ({t['causal_backward_pct']:.1f}%)",
-        "Ops that fell back to the CPU (architectures using them): " +
-        (", ".join(f"{k} ({v})" for k, v in sorted(t["fallback_ops"].items(), key=lambda kv: -kv[1]))
-         or "none"),
+        _isolate.fallbacks_line(t["fallback_ops"], "architectures"),
     ]
     return "\n".join(lines)
 
@@ -395,7 +389,6 @@ def main(argv=None):
         return diffusers_main(argv[1:])
     ap = argparse.ArgumentParser(description="Hugging Face model zoo on tpu against the CPU "
                                  "(--diffusers first: Diffusers' model classes).")
-    from .. import _isolate
     _isolate.add_zoo_arguments(ap, "zoo.json", 300, "architecture")
     ap.add_argument("--archs", default="", help="comma-separated model class names")
     ap.add_argument("--tasks", default="", help="comma-separated task labels (see TASKS)")

@@ -38,6 +38,7 @@ import os
 import sys
 import time
 
+from .. import _isolate
 from .harness import _delta, _fallbacks, _short, _tensors, _to_tpu, compare
 from .settings import RTOL_SCALE, SEED
 
@@ -529,8 +530,6 @@ def _worker(args):
 
     import torch_tpu  # noqa: F401
 
-    from .. import _isolate
-
     def one(item, progress):
         row_id, row = item
         return row_id, run_model(row_id, tuple(row), args.verbose, progress)
@@ -538,13 +537,11 @@ def _worker(args):
 
 
 def _drive(args, table):
-    from .. import _isolate
 
     def lost(item, why):
         row_id, row = item
         return row_id, {"family": row[0], "status": "crash", "reason": why, "fallbacks": {}}
-    return _isolate.drive_rows("torch_tpu.zoo.vision", args, table, lost, CHUNK,
-                               ["-v"] if args.verbose else [])
+    return _isolate.drive_rows("torch_tpu.zoo.vision", args, table, lost, CHUNK)
 
 
 def totals(results):
@@ -555,7 +552,6 @@ def totals(results):
                               if "training" in r)
     trn["crash"] += fwd["crash"]  # a forward crash is a training crash too
     tcounted = trn["match"] + trn["mismatch"] + trn["crash"]
-    from .. import _isolate
     fallbacks = _isolate.fallback_counts(results)
     pct = lambda a, b: 100.0 * a / b if b else 0.0  # noqa: E731
     return {
@@ -570,7 +566,6 @@ def totals(results):
         "training_pct": pct(trn["match"], tcounted),
         "training_ill_conditioned": sum(1 for r in results.values()
                                         if r.get("training", {}).get("ill_conditioned")),
-
         "families": len({(k.split("/")[0], r.get("family")) for k, r in results.items()}),
         "fallback_ops": dict(fallbacks),
     }
@@ -592,9 +587,7 @@ def report(results):
         f"and was within {ILL_CONDITIONED_FACTOR}x of that float32 error at it); "
         f"not trained: {t['training_skipped']} ({t['training_too_large']} over "
         f"{TRAIN_MAX_PARAMS // 10**6}M parameters, forward only)",
-        "Ops that fell back to the CPU (models using them): " +
-        (", ".join(f"{k} ({v})" for k, v in sorted(t["fallback_ops"].items(), key=lambda kv: -kv[1]))
-         or "none"),
+        _isolate.fallbacks_line(t["fallback_ops"], "models"),
     ])
 
 
@@ -627,7 +620,6 @@ def _select(table, wanted, ap):
 def main(argv=None):
     ap = argparse.ArgumentParser(description="Vision model zoo (torchvision, timm) on tpu "
                                  "against the CPU.")
-    from .. import _isolate
     _isolate.add_zoo_arguments(ap, "zoo_vision.json", TIMEOUT, "model")
     ap.add_argument("--all-torchvision", action="store_true",
                     help="every torchvision classifier, not one or two per family")

@@ -7,6 +7,7 @@ import os
 import sys
 import time
 
+from ... import _isolate
 from ..harness import _delta, _fallbacks, _layout_problem, _short, _tensors, _to_tpu, compare
 from ..settings import SEED
 
@@ -198,17 +199,15 @@ def _worker(args):
 
     import torch_tpu  # noqa: F401
 
-    from ... import _isolate
     _isolate.work_rows(args, lambda name, progress: (name, run_class(name, args.verbose,
                                                                       args.compile)))
 
 
 def _drive(args, names):
-    from ... import _isolate
     return _isolate.drive_rows(
         "torch_tpu.zoo.diffusion", args, names,
         lambda name, why: (name, {"status": "crash", "reason": why, "fallbacks": {}}), CHUNK,
-        (["-v"] if args.verbose else []) + (["--compile"] if args.compile else []))
+        ["--compile"] if args.compile else [])
 
 
 def totals(results):
@@ -218,7 +217,6 @@ def totals(results):
     bwd = collections.Counter(r["backward"]["status"] for r in results.values()
                               if "backward" in r)
     bcounted = bwd["match"] + bwd["mismatch"] + bwd["crash"]
-    from ... import _isolate
     fallbacks = _isolate.fallback_counts(results)
     pct = lambda a, b: 100.0 * a / b if b else 0.0  # noqa: E731
     return {
@@ -243,9 +241,7 @@ def report(results):
         "inside forward and were compared on shapes and dtypes only",
         f"Backward (every parameter's gradient) matched the CPU: {t['backward_match']}/"
         f"{t['backward_counted']} ({t['backward_pct']:.1f}%)",
-        "Ops that fell back to the CPU (classes using them): " +
-        (", ".join(f"{k} ({v})" for k, v in sorted(t["fallback_ops"].items(), key=lambda kv: -kv[1]))
-         or "none"),
+        _isolate.fallbacks_line(t["fallback_ops"], "classes"),
     ])
 
 
@@ -264,7 +260,6 @@ def details(results):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description="Diffusers model zoo on tpu against the CPU.")
-    from ... import _isolate
     _isolate.add_zoo_arguments(ap, "zoo_diffusers.json", TIMEOUT, "class")
     ap.add_argument("--classes", default="", help="comma-separated model class names")
     ap.add_argument("--compile", action="store_true",
