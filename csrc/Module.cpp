@@ -4,6 +4,7 @@
 #include <torch/csrc/Generator.h>
 #include <torch/extension.h>
 
+#include "aten/ArgChecks.h"
 #include "aten/Dispatch.h"
 #include "compile/Program.h"
 #include "core/TpuContext.h"
@@ -137,6 +138,7 @@ PYBIND11_MODULE(_C, m) {
     if (!is_initialized()) return;
     py::gil_scoped_release nogil;
     check(tpr_eager_synchronize(d));
+    raise_failed_data_checks();
   });
   m.def("_wait_for_upgrades", [](double timeout) {
     py::gil_scoped_release nogil;

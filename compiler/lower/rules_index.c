@@ -494,7 +494,44 @@ static tpr_status_t lower_constant_pad(lw_ctx_t* ctx) {
   return lw_ret(ctx, tpr_pad(g, x, v, lo, hi, in));
 }
 
+//===--- index ranges for deferred bound checks --------------------------------===//
+
+// tpu::index_range(index, ignore_index, has_ignore) -> s64[2]: the least and
+// the greatest entry of an integer index tensor, entries equal to
+// ignore_index left out (none left: {INT64_MAX, INT64_MIN}). One program per
+// indexed op in strict eager, whose bounds the host checks at its next wait
+// for the device (csrc/aten/ArgChecks.cpp).
+static tpr_status_t lower_index_range(lw_ctx_t* ctx) {
+  const tpr_type_t* t = lw_arg_type(ctx, 0);
+  if (!t || !lw_is_int(t->dtype))
+    return lw_fail(ctx, TPR_INVALID_ARGUMENT, "expected an integer index tensor");
+  if (OUT->dtype != TPR_DTYPE_S64 || OUT->rank != 1 || OUT->dims[0] != 2)
+    return lw_fail(ctx, TPR_INVALID_ARGUMENT, "the result is s64[2]");
+  if (tpr_type_numel(t) == 0)
+    return lw_fail(ctx, TPR_INVALID_ARGUMENT, "an empty index has no range");
+  tpr_value_t x = lw_cast(G, lw_value(ctx, 0), TPR_DTYPE_S64);
+  tpr_value_t lo = x, hi = x;
+  if (lw_bool(ctx, 2, false)) {
+    tpr_value_t skip = lw_cmp(G, TPR_CMP_EQ, x,
+                              tpr_broadcast_to(G, tpr_constant_i64(G, TPR_DTYPE_S64,
+                                                                   lw_int(ctx, 1, 0)),
+                                               t->rank, t->dims));
+    lo = lw_sel(G, skip, tpr_broadcast_to(G, tpr_constant_highest(G, TPR_DTYPE_S64),
+                                          t->rank, t->dims), x);
+    hi = lw_sel(G, skip, tpr_broadcast_to(G, tpr_constant_lowest(G, TPR_DTYPE_S64),
+                                          t->rank, t->dims), x);
+  }
+  int64_t dims[TPR_MAX_RANK];
+  for (int i = 0; i < t->rank; i++) dims[i] = i;
+  static const int64_t kOne[1] = {1};
+  tpr_value_t parts[2] = {
+      tpr_reshape(G, tpr_reduce(G, lo, TPR_REDUCE_MIN, dims, t->rank), 1, kOne),
+      tpr_reshape(G, tpr_reduce(G, hi, TPR_REDUCE_MAX, dims, t->rank), 1, kOne)};
+  return lw_ret(ctx, tpr_concatenate(G, parts, 2, 0));
+}
+
 LW_DEFINE_TABLE(index,
+    {"tpu::index_range", lower_index_range},
     LW_RULE("cat", lower_cat), LW_RULE("cat.out", lower_cat),
     LW_RULE("stack", lower_stack), LW_RULE("stack.out", lower_stack),
     LW_RULE("embedding", lower_embedding), LW_RULE("embedding.out", lower_embedding),

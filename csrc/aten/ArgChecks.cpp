@@ -1,14 +1,20 @@
 #include "aten/ArgChecks.h"
 
 #include <ATen/MemoryOverlap.h>
-#include <ATen/ops/ge.h>
-#include <ATen/ops/isinf.h>
-#include <ATen/ops/le.h>
-#include <ATen/ops/logical_not.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/eq.h>
 #include <ATen/ops/stack.h>
 #include <c10/util/Exception.h>
 
+#include "aten/TensorRef.h"
+#include "core/TpuStatus.h"
+
+#include <atomic>
+#include <functional>
+#include <limits>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <sstream>
 #include <unordered_map>
 #include <vector>
@@ -351,14 +357,92 @@ void run_arg_checks(const ArgChecks& checks, const c10::FunctionSchema& schema,
   }
 }
 
-// -- debug eager: checks that read tensor data -----------------------------------
+// -- checks that read tensor data ---------------------------------------------
 //
 // XLA clamps out-of-range gather indices and drops out-of-range scatter
-// updates; PyTorch raises. Checking costs a device round trip, so strict
-// eager documents the XLA behaviour and debug eager
-// (TORCH_TPU_LAUNCH_BLOCKING=1) checks every index argument here.
+// updates; PyTorch raises. Such checks need values only the device has (an
+// index's range, a probability tensor's flags), so they are computed there by
+// ops of their own, queued behind the op they guard. Debug eager reads them
+// at once. Strict eager reads them at the host's next wait for the device (a
+// read to the host, synchronize()), where the first failed check raises the
+// CPU's exception: later, as CUDA's device-side asserts surface, but no op
+// waits for its check.
 
 namespace {
+
+struct DataCheck {
+  std::vector<at::Tensor> values;  // on the device until judged
+  // Throws the CPU's exception, |note| appended, if the values (read to the
+  // host) show a bad call.
+  std::function<void(const std::vector<at::Tensor>& host, const char* note)> judge;
+};
+
+const char kLaterNote[] =
+    " (found at a later synchronization: strict eager checks tensor data without waiting; "
+    "TORCH_TPU_LAUNCH_BLOCKING=1 raises at the op)";
+
+// Bounds how many checks wait: the oldest are judged when it is reached.
+constexpr size_t kMaxWaitingChecks = 256;
+
+std::mutex waiting_mutex;
+// Never destroyed: it may hold device tensors past the runtime's shutdown.
+std::vector<DataCheck>* const waiting = new std::vector<DataCheck>();
+std::atomic<size_t> waiting_count{0};
+
+void judge_now(const DataCheck& c, const char* note) {
+  std::vector<at::Tensor> host;
+  host.reserve(c.values.size());
+  for (const auto& v : c.values) host.push_back(v.cpu());
+  c.judge(host, note);
+}
+
+void submit(DataCheck c) {
+  bool on_host = true;
+  for (const auto& v : c.values) on_host = on_host && v.device().is_cpu();
+  if (on_host || tpr_eager_launch_blocking()) {
+    judge_now(c, "");
+    return;
+  }
+  size_t n;
+  {
+    std::lock_guard<std::mutex> lock(waiting_mutex);
+    waiting->push_back(std::move(c));
+    n = waiting->size();
+    waiting_count.store(n);
+  }
+  if (n >= kMaxWaitingChecks) raise_failed_data_checks();
+}
+
+// An integer index tensor's least and greatest entries as an s64[2] tensor,
+// entries equal to |ignore| left out: one program on tpu (tpu::index_range).
+at::Tensor index_range(const at::Tensor& index, std::optional<int64_t> ignore) {
+  if (index.device().is_cpu()) {
+    at::Tensor x = index.to(at::kLong);
+    at::Tensor lo = x, hi = x;
+    if (ignore) {
+      at::Tensor skip = at::eq(x, *ignore);
+      lo = x.masked_fill(skip, std::numeric_limits<int64_t>::max());
+      hi = x.masked_fill(skip, std::numeric_limits<int64_t>::min());
+    }
+    return at::stack({lo.min(), hi.max()});
+  }
+  at::Tensor range = at::empty({2}, index.options().dtype(at::kLong));
+  tpr_tensor_ref_t in = tensor_ref(index, "index_range");
+  tpr_tensor_ref_t out = tensor_ref(range, "index_range");
+  tpr_eager_arg_t args[3] = {};
+  args[0].arg.kind = TPR_ARG_TENSOR;
+  args[0].tensor = &in;
+  args[1].arg.kind = TPR_ARG_INT;
+  args[1].arg.i = ignore.value_or(0);
+  args[2].arg.kind = TPR_ARG_BOOL;
+  args[2].arg.b = ignore.has_value();
+  tpr_type_t out_type = tensor_type(range, "index_range");
+  const tpr_tensor_ref_t* targets[1] = {&out};
+  tpr_eager_call_t call = {"tpu::index_range", static_cast<int>(index.device().index()),
+                           args, 3, &out_type, 1, targets, nullptr};
+  check(tpr_eager_run(&call));
+  return range;
+}
 
 struct IndexedOp {
   const char* base;  // overload name up to the '.'
@@ -383,8 +467,8 @@ const IndexedOp kIndexedOps[] = {
     {"aten::index_add_", 0, 1, 2, false, false},
     {"aten::index_copy", 0, 1, 2, false, true},
     {"aten::index_copy_", 0, 1, 2, false, true},
-    {"aten::index_fill", 0, 1, 2, false, true},
-    {"aten::index_fill_", 0, 1, 2, false, true},
+    {"aten::index_fill", 0, 1, 2, true, true},
+    {"aten::index_fill_", 0, 1, 2, true, true},
     {"aten::embedding", 0, -1, 1, false, true},
     {"aten::take", 0, -3, 1, true, true},
     {"aten::index", 0, -2, 1, true, true},
@@ -399,15 +483,17 @@ void check_index(const std::string& name, const at::Tensor& index, int64_t size,
   if (!index.defined() || index.numel() == 0 || index.scalar_type() == at::kBool ||
       index.scalar_type() == at::kByte)
     return;
-  int64_t lo = index.min().item<int64_t>();
-  int64_t hi = index.max().item<int64_t>();
-  int64_t floor = negative_ok ? -size : 0;
-  if (hi < size && lo >= floor) return;
-  int64_t bad = hi >= size ? hi : lo;
-  std::ostringstream msg;
-  msg << name << ": index " << bad << " is out of bounds for " << where << " with size " << size;
-  if (index_error) TORCH_CHECK_INDEX(false, msg.str());
-  TORCH_CHECK(false, msg.str());
+  submit({{index_range(index, std::nullopt)},
+          [=](const std::vector<at::Tensor>& host, const char* note) {
+            const int64_t* r = host[0].const_data_ptr<int64_t>();
+            int64_t floor = negative_ok ? -size : 0;
+            if (r[1] < size && r[0] >= floor) return;
+            std::ostringstream msg;
+            msg << name << ": index " << (r[1] >= size ? r[1] : r[0])
+                << " is out of bounds for " << where << " with size " << size << note;
+            if (index_error) TORCH_CHECK_INDEX(false, msg.str());
+            TORCH_CHECK(false, msg.str());
+          }});
 }
 
 void check_index_bounds(const std::string& name, Args args) {
@@ -444,6 +530,25 @@ void check_index_bounds(const std::string& name, Args args) {
   }
 }
 
+// nll_loss's class targets: in [0, C) unless equal to ignore_index.
+void check_nll_targets(const std::string& name, Args args) {
+  if (args.size() < 5 || !args[0].isTensor() || !args[1].isTensor() || !args[4].isInt())
+    return;
+  const at::Tensor& self = args[0].toTensor();
+  const at::Tensor& target = args[1].toTensor();
+  if (self.dim() < 1 || !target.defined() || target.numel() == 0 ||
+      !at::isIntegralType(target.scalar_type(), /*includeBool=*/false))
+    return;
+  const int64_t classes = self.dim() == 1 ? self.size(0) : self.size(1);
+  submit({{index_range(target, args[4].toInt())},
+          [=](const std::vector<at::Tensor>& host, const char* note) {
+            const int64_t* r = host[0].const_data_ptr<int64_t>();
+            if (r[0] > r[1] || (r[0] >= 0 && r[1] < classes)) return;  // none or all valid
+            TORCH_CHECK_INDEX(false, "Target ", r[0] < 0 ? r[0] : r[1], " is out of bounds. (",
+                              name, ", ", classes, " classes)", note);
+          }});
+}
+
 // multinomial's argument checks that read the probabilities: in PyTorch's
 // device-generic path without replacement, and in its CPU kernel with it.
 void check_multinomial_data(const std::string& name, Args args) {
@@ -451,37 +556,66 @@ void check_multinomial_data(const std::string& name, Args args) {
   const at::Tensor& p = args[0].toTensor();
   if (!at::isFloatingType(p.scalar_type()) || p.numel() == 0 || p.dim() < 1 || p.dim() > 2)
     return;
-  bool replacement = args[2].toBool();
+  const bool replacement = args[2].toBool();
+  const bool one = args[1].toInt() == 1;
+  // The least and greatest entry and the least row sum: ops whose result
+  // types come from C++ (a first multinomial imports no compiler module).
   at::Tensor rows = p.dim() == 1 ? p.unsqueeze(0) : p;
-  at::Tensor flags =
-      at::stack({at::logical_not(at::ge(p, 0)).any(), at::isinf(p).any(),
-                 at::le(rows.sum(1), 0).any()}).cpu();
-  auto f = flags.accessor<bool, 1>();
+  at::Tensor values = at::stack({p.min(), p.max(), rows.sum(1).min()});
   const std::string shape = describe(p);
-  if (!replacement || args[1].toInt() == 1) {
-    TORCH_CHECK(!f[0] && !f[1], name,
-                ": probability tensor contains either `inf`, `nan` or element < 0 (", shape, ")");
-    TORCH_CHECK(!f[2], name, ": invalid multinomial distribution (sum of probabilities <= 0) (",
-                shape, ")");
-    return;
-  }
-  TORCH_CHECK(!f[0], name, ": invalid multinomial distribution (encountering probability entry "
-              "< 0) (", shape, ")");
-  TORCH_CHECK(!f[1], name, ": invalid multinomial distribution (encountering probability entry "
-              "= infinity or NaN) (", shape, ")");
-  TORCH_CHECK(!f[2], name, ": invalid multinomial distribution (sum of probabilities <= 0) (",
-              shape, ")");
+  submit({{values}, [=](const std::vector<at::Tensor>& host, const char* note) {
+            at::Tensor v = host[0].to(at::kDouble);
+            const double* r = v.const_data_ptr<double>();
+            // NaN fails "not below 0" too, as in the CPU's order of checks.
+            const bool f[3] = {!(r[0] >= 0), r[1] == std::numeric_limits<double>::infinity(),
+                               r[2] <= 0};
+            if (!replacement || one) {
+              TORCH_CHECK(!f[0] && !f[1], name, ": probability tensor contains either `inf`, "
+                          "`nan` or element < 0 (", shape, ")", note);
+              TORCH_CHECK(!f[2], name, ": invalid multinomial distribution (sum of "
+                          "probabilities <= 0) (", shape, ")", note);
+              return;
+            }
+            TORCH_CHECK(!f[0], name, ": invalid multinomial distribution (encountering "
+                        "probability entry < 0) (", shape, ")", note);
+            TORCH_CHECK(!f[1], name, ": invalid multinomial distribution (encountering "
+                        "probability entry = infinity or NaN) (", shape, ")", note);
+            TORCH_CHECK(!f[2], name, ": invalid multinomial distribution (sum of "
+                        "probabilities <= 0) (", shape, ")", note);
+          }});
+}
+
+// Whether every value of dtype |from| converts to |to| without overflow.
+bool always_fits(at::ScalarType from, at::ScalarType to) {
+  if (from == to || from == at::kBool) return true;
+  if (at::isComplexType(from) && !at::isComplexType(to)) return false;
+  if (at::isIntegralType(from, false) && at::isIntegralType(to, false))
+    return at::promoteTypes(from, to) == to;
+  if (at::isFloatingType(from) && at::isFloatingType(to))
+    return c10::elementSize(from) < c10::elementSize(to) ||
+           (from == at::kFloat && to == at::kDouble);
+  return false;
 }
 
 // masked_fill with a tpu value tensor: the CPU converts its value like a
-// Python scalar's.
+// Python scalar's. A copy is judged, as the value may change before then.
 void check_fill_value_data(const std::string& name, Args args) {
   if (name.rfind("aten::masked_fill", 0) != 0 || name.find(".Tensor") == std::string::npos ||
       args.size() < 3 || !args[0].isTensor() || !args[2].isTensor())
     return;
+  const at::Tensor& self = args[0].toTensor();
   const at::Tensor& v = args[2].toTensor();
-  if (v.defined() && !v.device().is_cpu() && v.dim() == 0)
-    check_value_fits(name, args[0].toTensor(), v.item());
+  if (!v.defined() || v.device().is_cpu() || v.dim() != 0 ||
+      always_fits(v.scalar_type(), self.scalar_type()))
+    return;
+  at::Tensor like = at::empty(self.sizes(), self.options().device(c10::kMeta));
+  submit({{v.clone()}, [=](const std::vector<at::Tensor>& host, const char* note) {
+            try {
+              check_value_fits(name, like, host[0].item());
+            } catch (const c10::Error& e) {
+              TORCH_CHECK(false, e.what_without_backtrace(), note);
+            }
+          }});
 }
 
 }  // namespace
@@ -489,9 +623,24 @@ void check_fill_value_data(const std::string& name, Args args) {
 void check_argument_data(const std::string& name, const torch::jit::Stack& args) {
   Args a(args);
   check_index_bounds(name, a);
+  if (name.rfind("aten::nll_loss", 0) == 0 && name.find("_forward") != std::string::npos)
+    check_nll_targets(name, a);
   if (name == "aten::multinomial" || name == "aten::multinomial.out")
     check_multinomial_data(name, a);
   check_fill_value_data(name, a);
+}
+
+void raise_failed_data_checks() {
+  if (waiting_count.load() == 0) return;
+  std::vector<DataCheck> mine;
+  {
+    std::lock_guard<std::mutex> lock(waiting_mutex);
+    mine.swap(*waiting);
+    waiting_count.store(0);
+  }
+  // The first failure is raised; the checks queued after it are dropped,
+  // as their ops ran on a bad call's results.
+  for (const auto& c : mine) judge_now(c, kLaterNote);
 }
 
 }  // namespace torch_tpu

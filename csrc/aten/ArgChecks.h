@@ -4,7 +4,7 @@
 // offsets), so no check that compares arguments' memory fires there; and
 // some CPU kernels check arguments in code that no meta kernel shares.
 // These checks read metadata and Python scalars only and run before any
-// device work; debug eager adds the ones that read tensor data.
+// device work; check_argument_data adds the ones that read tensor data.
 #pragma once
 
 #include <ATen/core/dispatch/Dispatcher.h>
@@ -38,8 +38,15 @@ void check_writable(const std::string& name, const at::Tensor& t);
 void check_no_overlap(const std::string& name, const at::Tensor& out, const char* what,
                       const at::Tensor& in, bool partial_only);
 
-// Debug eager only: the checks that read tensor data (index bounds,
-// probability values, tensor fill values), each a device round trip.
+// The checks that read tensor data (index bounds, class targets,
+// probability values, tensor fill values). Their values are computed on the
+// device; debug eager reads them at once (a round trip per op), strict and
+// fused eager at the next raise_failed_data_checks.
 void check_argument_data(const std::string& name, const torch::jit::Stack& args);
+
+// Judges the data checks still waiting and throws the first failure's
+// exception. Called wherever the host waits for the device anyway: reads to
+// the host and synchronize().
+void raise_failed_data_checks();
 
 }  // namespace torch_tpu

@@ -625,7 +625,7 @@ bool run_native(const c10::OperatorHandle& op, torch::jit::Stack* stack,
   // dtypes before any check of the data, as the CPU kernels do).
   if (!info.has_meta) return false;
   std::shared_ptr<const MetaResult> mr = meta_result(op, args, nargs);
-  if (tpr_eager_launch_blocking()) check_argument_data(name, args);
+  check_argument_data(name, args);
   const torch::jit::Stack& meta = mr->returns;
   const torch::jit::Stack& meta_args = mr->args;
 

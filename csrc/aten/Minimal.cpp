@@ -153,6 +153,7 @@ void copy_on_device(const at::Tensor& src, const at::Tensor& dst) {
 // A tpu tensor's logical value on the host: its raw window read back, then
 // its lazy conjugate / negative bits applied there.
 at::Tensor read_to_host(const at::Tensor& t) {
+  raise_failed_data_checks();
   at::Tensor host = at::empty(t.sizes(), t.options().device(c10::kCPU));
   tpr_tensor_ref_t r = tensor_ref(t, "copy_");
   check(tpr_tensor_read_host(&r, host.mutable_data_ptr(), host.nbytes()));
@@ -176,6 +177,7 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst,
     return dst;
   }
   if (!dst_tpu) {  // device -> host
+    raise_failed_data_checks();
     tpr_tensor_ref_t s = tensor_ref(self, "copy_");
     if (!bits && dst.is_contiguous() && dst.scalar_type() == self.scalar_type() &&
         dst.sizes() == self.sizes()) {
@@ -204,6 +206,7 @@ at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
 at::Scalar _local_scalar_dense(const at::Tensor& self) {
   TORCH_CHECK(self.numel() == 1, "a Tensor with ", self.numel(),
               " elements cannot be converted to Scalar");
+  raise_failed_data_checks();
   at::Tensor host = at::empty({}, self.options().device(c10::kCPU));
   tpr_tensor_ref_t s = tensor_ref(self, "_local_scalar_dense");
   s.rank = 0;

@@ -5,6 +5,7 @@
 
 #include <chrono>
 
+#include "aten/ArgChecks.h"
 #include "core/TpuContext.h"
 #include "core/TpuStatus.h"
 
@@ -95,7 +96,9 @@ struct TpuGuardImpl final : public c10::impl::DeviceGuardImplInterface {
     synchronizeDevice(s.device_index());
   }
   void synchronizeDevice(const c10::DeviceIndex index) const override {
-    if (is_initialized()) check(tpr_eager_synchronize(index));
+    if (!is_initialized()) return;
+    check(tpr_eager_synchronize(index));
+    raise_failed_data_checks();
   }
   void recordDataPtrOnStream(const c10::DataPtr&, const c10::Stream&) const override {}
 };

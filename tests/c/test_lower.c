@@ -57,8 +57,9 @@ TPR_TEST(lower_table_is_sorted_unique_and_found) {
   for (size_t i = 0; i < n; i++) {
     // Names are qualified op names: ATen's, and the prims that compiled
     // graphs contain (Dynamo writes prims.fma; functionalization and
-    // PyTorch's decompositions write others).
-    CHECK(strncmp(t[i].name, "aten::", 6) == 0 || strncmp(t[i].name, "prims::", 7) == 0);
+    // PyTorch's decompositions write others), and our own (tpu::).
+    CHECK(strncmp(t[i].name, "aten::", 6) == 0 || strncmp(t[i].name, "prims::", 7) == 0 ||
+          strncmp(t[i].name, "tpu::", 5) == 0);
     CHECK(t[i].lower != NULL);
     if (i) CHECK(strcmp(t[i - 1].name, t[i].name) < 0);
     CHECK(tpr_rule_find(t[i].name) == &t[i]);

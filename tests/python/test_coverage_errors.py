@@ -4,7 +4,8 @@ The CI slice of PyTorch's OpInfo error inputs (python -m torch_tpu.coverage
 --errors --fast), and one regression test per class of check tpu makes
 itself: out= tensors sharing memory with an input, argument values, dtypes
 and shapes that the CPU kernels check and PyTorch's meta kernels do not, and
-the debug-eager checks that read tensor data. Each also runs a valid
+the checks that read tensor data (at the op in debug eager, at the next
+synchronization in strict and fused eager). Each also runs a valid
 neighbouring call and compares it with the CPU."""
 import json
 import subprocess
@@ -117,15 +118,88 @@ def test_multinomial_arguments():
     assert ((got >= 0) & (got < 3)).all() and len(set(got.tolist())) == 2
 
 
-def test_multinomial_probabilities_are_checked_in_debug_mode():
-    with execution_mode("debug"):
+@pytest.mark.parametrize("mode", ["debug", "strict", "fused"])
+def test_multinomial_probabilities_are_checked(mode):
+    with execution_mode(mode):
         for bad, replacement in (([0.5, -1.0, 0.5], False), ([0.5, float("inf"), 0.5], True),
                                  ([0.0, 0.0, 0.0], True)):
             with pytest.raises(RuntimeError, match="multinomial distribution|probability tensor"):
                 torch.multinomial(torch.tensor(bad, device="tpu"), 2, replacement=replacement)
-            torch.tpu.synchronize()
+                torch.tpu.synchronize()
         got = torch.multinomial(torch.tensor([0.0, 1.0, 0.0], device="tpu"), 1).cpu()
         assert got.tolist() == [1]
+
+
+# -- data checks: at the op in debug eager, at the next synchronization otherwise ------
+
+LATER = "found at a later synchronization"
+
+_BOUNDS = [  # (call with an out-of-range index, exception type, message)
+    (lambda x: torch.gather(x, 1, torch.tensor([[0, 4]], device="tpu")), RuntimeError,
+     r"index 4 is out of bounds for dimension 1 with size 4"),
+    (lambda x: x.index_select(0, torch.tensor([3], device="tpu")), IndexError,
+     r"index 3 is out of bounds for dimension 0 with size 3"),
+    (lambda x: x[torch.tensor([-4], device="tpu")], IndexError, r"index -4 is out of bounds"),
+    (lambda x: torch.zeros(3, device="tpu").scatter_add_(
+        0, torch.tensor([5], device="tpu"), torch.ones(1, device="tpu")), RuntimeError,
+     r"index 5 is out of bounds for dimension 0 with size 3"),
+    (lambda x: torch.nn.functional.embedding(torch.tensor([[1, 7]], device="tpu"), x),
+     IndexError, r"index 7 is out of bounds"),
+    (lambda x: torch.nn.functional.cross_entropy(x, torch.tensor([0, 4, 1], device="tpu")),
+     IndexError, r"Target 4 is out of bounds"),
+    (lambda x: torch.nn.functional.nll_loss(x, torch.tensor([0, -1, -100], device="tpu")),
+     IndexError, r"Target -1 is out of bounds"),
+]
+
+
+@pytest.mark.parametrize("mode", ["debug", "strict", "fused"])
+@pytest.mark.parametrize("case", range(len(_BOUNDS)))
+def test_index_bounds_are_checked(mode, case):
+    call, kind, match = _BOUNDS[case]
+    x = torch.randn(3, 4, device="tpu")
+    with execution_mode(mode):
+        with pytest.raises(kind, match=match) as info:
+            call(x)
+            x.sum().item()  # strict and fused: raised here
+        assert (LATER in str(info.value)) == (mode != "debug")
+        # Raised once: the device and later calls are unaffected.
+        assert torch.allclose(x.sum().cpu(), x.cpu().sum())
+
+
+def test_checks_judge_values_as_they_were():
+    # The range is taken when the op runs, not when it is judged.
+    idx = torch.tensor([2], device="tpu")
+    got = torch.randn(3, device="tpu").index_select(0, idx)
+    idx.fill_(9)
+    torch.tpu.synchronize()
+    assert got.shape == (1,)
+    with pytest.raises(IndexError, match="index 9"):
+        torch.randn(3, device="tpu").index_select(0, idx)
+        torch.tpu.synchronize()
+
+
+def test_valid_targets_and_indices_pass():
+    def run(dev):
+        x = torch.randn(4, 5, generator=torch.Generator().manual_seed(0)).to(dev)
+        t = torch.tensor([0, -100, 4, 2], device=dev)
+        loss = torch.nn.functional.cross_entropy(x, t, ignore_index=-100)
+        all_ignored = torch.nn.functional.cross_entropy(x, torch.full((4,), 7, device=dev),
+                                                        ignore_index=7)
+        g = x.gather(1, torch.tensor([[4], [0], [1], [3]], device=dev))
+        return torch.cat([loss.reshape(1), all_ignored.isnan().float().reshape(1),
+                          g.reshape(-1), x[torch.tensor([-1, 0], device=dev)].reshape(-1)])
+    _same_as_cpu(run)
+
+
+def test_waiting_checks_are_bounded():
+    # A loop that never synchronizes has its checks judged as they pile up.
+    x = torch.randn(3, device="tpu")
+    bad = torch.tensor([3], device="tpu")
+    good = torch.tensor([1], device="tpu")
+    with pytest.raises(IndexError, match=LATER):
+        for i in range(2000):
+            x.index_select(0, bad if i == 10 else good)
+    torch.tpu.synchronize()
 
 
 def test_uniform_range():

@@ -128,9 +128,13 @@ def test_out_of_range_indices_raise_in_debug_mode(fn):
         assert fn(x, good).cpu().reshape(-1).tolist() == [1.0, 4.0]
 
 
-def test_out_of_range_indices_in_strict_mode_are_clamped_not_fatal():
-    """Documented: strict eager does not check (a device round trip per op);
-    XLA clamps gather indices. The process never crashes."""
+def test_out_of_range_indices_in_strict_mode_raise_at_the_next_sync():
+    """Strict eager checks indices on the device without waiting: the op
+    returns, the error is raised where the host next waits (here .cpu()),
+    and the device stays usable, as after CUDA's device-side asserts."""
     x = torch.arange(5.0, device="tpu")
-    r = x.index_select(0, torch.tensor([7], device="tpu")).cpu()
+    r = x.index_select(0, torch.tensor([7], device="tpu"))
     assert r.shape == (1,)
+    with pytest.raises(IndexError, match="index 7 is out of bounds"):
+        r.cpu()
+    assert x.index_select(0, torch.tensor([4], device="tpu")).cpu().tolist() == [4.0]
