@@ -362,29 +362,12 @@ bool nested_tensor_from_mask_left_aligned(const at::Tensor& t, const at::Tensor&
   return torch_tpu::equal(at::lt(positions, lengths), mask);
 }
 
-// Sparse layouts do not exist on tpu (storages are dense device buffers).
-at::Tensor no_sparse(const at::Tensor&) {
-  TORCH_CHECK_NOT_IMPLEMENTED(false, "sparse layouts are not supported on tpu "
-                              "(dense strided tensors only)");
-}
-
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_unique", unique_legacy);
   m.impl("unique_consecutive", unique_consecutive);
   m.impl("repeat_interleave.Tensor", repeat_interleave_tensor);
   m.impl("bincount", bincount);
   m.impl("_nested_tensor_from_mask_left_aligned", nested_tensor_from_mask_left_aligned);
-  m.impl("_to_sparse", [](const at::Tensor& t, std::optional<c10::Layout>,
-                          at::OptionalIntArrayRef, std::optional<int64_t>) { return no_sparse(t); });
-  m.impl("_to_sparse.sparse_dim", [](const at::Tensor& t, int64_t) { return no_sparse(t); });
-  m.impl("_to_sparse_csr", [](const at::Tensor& t, std::optional<int64_t>) { return no_sparse(t); });
-  m.impl("_to_sparse_csc", [](const at::Tensor& t, std::optional<int64_t>) { return no_sparse(t); });
-  m.impl("_to_sparse_bsr", [](const at::Tensor& t, at::IntArrayRef, std::optional<int64_t>) {
-    return no_sparse(t);
-  });
-  m.impl("_to_sparse_bsc", [](const at::Tensor& t, at::IntArrayRef, std::optional<int64_t>) {
-    return no_sparse(t);
-  });
 }
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {

@@ -167,11 +167,6 @@ def test_max_unpool2d(dtype):
     close(F.max_unpool2d(y.to("tpu"), idx.to("tpu"), 2), F.max_unpool2d(y, idx, 2), dtype)
 
 
-def test_sparse_is_unsupported():
-    with pytest.raises(NotImplementedError, match="sparse"):
-        torch.ones(2, 2, device="tpu").to_sparse()
-
-
 @pytest.mark.parametrize("op", ["native_batch_norm", "_native_batch_norm_legit",
                                 "_native_batch_norm_legit_no_training"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])

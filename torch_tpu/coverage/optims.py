@@ -42,7 +42,7 @@ import time
 from .ops import _classify_exception, _compare
 
 STEPS = 5
-FAST_NAMES = ["SGD", "Adam", "AdamW", "Adagrad", "RMSprop", "LBFGS"]
+FAST_NAMES = ["SGD", "Adam", "AdamW", "Adagrad", "RMSprop", "LBFGS", "SparseAdam"]
 
 
 def _optim_db():
