@@ -5,27 +5,51 @@
 #include <ATen/ops/_softmax_backward_data_meta_dispatch.h>
 #include <ATen/ops/_softmax_meta_dispatch.h>
 #include <ATen/ops/add_meta_dispatch.h>
-#include <ATen/ops/empty.h>
-#include <ATen/ops/empty_strided.h>
+#include <ATen/ops/addcmul_meta_dispatch.h>
 #include <ATen/ops/addmm_meta_dispatch.h>
+#include <ATen/ops/all_meta_dispatch.h>
+#include <ATen/ops/amax_meta_dispatch.h>
+#include <ATen/ops/any_meta_dispatch.h>
 #include <ATen/ops/baddbmm_meta_dispatch.h>
 #include <ATen/ops/bmm_meta_dispatch.h>
 #include <ATen/ops/cat_meta_dispatch.h>
+#include <ATen/ops/clamp_meta_dispatch.h>
+#include <ATen/ops/clamp_min_meta_dispatch.h>
+#include <ATen/ops/cumsum_meta_dispatch.h>
 #include <ATen/ops/div_meta_dispatch.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_strided.h>
+#include <ATen/ops/eq_meta_dispatch.h>
 #include <ATen/ops/exp_meta_dispatch.h>
+#include <ATen/ops/floor_meta_dispatch.h>
+#include <ATen/ops/ge_meta_dispatch.h>
 #include <ATen/ops/gelu_backward_meta_dispatch.h>
 #include <ATen/ops/gelu_meta_dispatch.h>
+#include <ATen/ops/gt_meta_dispatch.h>
+#include <ATen/ops/le_meta_dispatch.h>
+#include <ATen/ops/lerp_meta_dispatch.h>
+#include <ATen/ops/linalg_vector_norm_meta_dispatch.h>
+#include <ATen/ops/log_meta_dispatch.h>
+#include <ATen/ops/lt_meta_dispatch.h>
+#include <ATen/ops/maximum_meta_dispatch.h>
 #include <ATen/ops/mean_meta_dispatch.h>
+#include <ATen/ops/minimum_meta_dispatch.h>
 #include <ATen/ops/mm_meta_dispatch.h>
 #include <ATen/ops/mul_meta_dispatch.h>
+#include <ATen/ops/ne_meta_dispatch.h>
 #include <ATen/ops/neg_meta_dispatch.h>
 #include <ATen/ops/nll_loss_backward_meta_dispatch.h>
 #include <ATen/ops/nll_loss_forward_meta_dispatch.h>
 #include <ATen/ops/pow_meta_dispatch.h>
+#include <ATen/ops/reciprocal_meta_dispatch.h>
+#include <ATen/ops/round_meta_dispatch.h>
 #include <ATen/ops/rsqrt_meta_dispatch.h>
 #include <ATen/ops/sigmoid_meta_dispatch.h>
+#include <ATen/ops/sign_meta_dispatch.h>
 #include <ATen/ops/silu_backward_meta_dispatch.h>
 #include <ATen/ops/silu_meta_dispatch.h>
+#include <ATen/ops/sort_meta_dispatch.h>
+#include <ATen/ops/sqrt_meta_dispatch.h>
 #include <ATen/ops/sub_meta_dispatch.h>
 #include <ATen/ops/sum_meta_dispatch.h>
 #include <ATen/ops/tanh_meta_dispatch.h>
@@ -183,6 +207,88 @@ std::unordered_map<std::string, Fn> make_table() {
                      "number of input samples (batch size). Expected target size [", rows,
                      "], but got ", target.sizes(), ". Input has shape ", in.sizes(), ".");
          return {};
+       }},
+      // PyTorch's Meta kernels for these common ops are Python references
+      // (torch._refs via torch._meta_registrations), whose first call
+      // imports torch._dynamo and sympy: a second or more before a first
+      // `x > 0` or `x.sqrt()`. Their C++ structured meta functions give the
+      // same results (they are the CPU kernels' own).
+      OUT1("aten::eq.Scalar_out", at::meta::eq_outf(T(a, 0), a[1].toScalar(), M(a, 2))),
+      OUT1("aten::ne.Scalar_out", at::meta::ne_outf(T(a, 0), a[1].toScalar(), M(a, 2))),
+      OUT1("aten::lt.Scalar_out", at::meta::lt_outf(T(a, 0), a[1].toScalar(), M(a, 2))),
+      OUT1("aten::le.Scalar_out", at::meta::le_outf(T(a, 0), a[1].toScalar(), M(a, 2))),
+      OUT1("aten::gt.Scalar_out", at::meta::gt_outf(T(a, 0), a[1].toScalar(), M(a, 2))),
+      OUT1("aten::ge.Scalar_out", at::meta::ge_outf(T(a, 0), a[1].toScalar(), M(a, 2))),
+      OUT1("aten::eq.Tensor_out", at::meta::eq_outf(T(a, 0), T(a, 1), M(a, 2))),
+      OUT1("aten::ne.Tensor_out", at::meta::ne_outf(T(a, 0), T(a, 1), M(a, 2))),
+      OUT1("aten::lt.Tensor_out", at::meta::lt_outf(T(a, 0), T(a, 1), M(a, 2))),
+      OUT1("aten::le.Tensor_out", at::meta::le_outf(T(a, 0), T(a, 1), M(a, 2))),
+      OUT1("aten::gt.Tensor_out", at::meta::gt_outf(T(a, 0), T(a, 1), M(a, 2))),
+      OUT1("aten::ge.Tensor_out", at::meta::ge_outf(T(a, 0), T(a, 1), M(a, 2))),
+      OUT1("aten::maximum.out", at::meta::maximum_outf(T(a, 0), T(a, 1), M(a, 2))),
+      OUT1("aten::minimum.out", at::meta::minimum_outf(T(a, 0), T(a, 1), M(a, 2))),
+      OUT1("aten::log.out", at::meta::log_outf(T(a, 0), M(a, 1))),
+      OUT1("aten::sqrt.out", at::meta::sqrt_outf(T(a, 0), M(a, 1))),
+      OUT1("aten::sign.out", at::meta::sign_outf(T(a, 0), M(a, 1))),
+      OUT1("aten::floor.out", at::meta::floor_outf(T(a, 0), M(a, 1))),
+      OUT1("aten::round.out", at::meta::round_outf(T(a, 0), M(a, 1))),
+      OUT1("aten::reciprocal.out", at::meta::reciprocal_outf(T(a, 0), M(a, 1))),
+      OUT1("aten::clamp.out", at::meta::clamp_outf(T(a, 0), a[1].toOptional<at::Scalar>(),
+                                                   a[2].toOptional<at::Scalar>(), M(a, 3))),
+      OUT1("aten::clamp_min.out", at::meta::clamp_min_outf(T(a, 0), a[1].toScalar(), M(a, 2))),
+      OUT1("aten::addcmul.out",
+           at::meta::addcmul_outf(T(a, 0), T(a, 1), T(a, 2), a[3].toScalar(), M(a, 4))),
+      OUT1("aten::lerp.Scalar_out",
+           at::meta::lerp_outf(T(a, 0), T(a, 1), a[2].toScalar(), M(a, 3))),
+      OUT1("aten::lerp.Tensor_out", at::meta::lerp_outf(T(a, 0), T(a, 1), T(a, 2), M(a, 3))),
+      OUT1("aten::any.all_out", at::meta::any_outf(T(a, 0), M(a, 1))),
+      OUT1("aten::all.all_out", at::meta::all_outf(T(a, 0), M(a, 1))),
+      OUT1("aten::any.out", at::meta::any_outf(T(a, 0), a[1].toInt(), a[2].toBool(), M(a, 3))),
+      OUT1("aten::all.out", at::meta::all_outf(T(a, 0), a[1].toInt(), a[2].toBool(), M(a, 3))),
+      OUT1("aten::cumsum.out", at::meta::cumsum_outf(T(a, 0), a[1].toInt(),
+                                                     a[2].toOptional<at::ScalarType>(), M(a, 3))),
+      {"aten::amax.out", [](Stack& a) -> Stack {
+         std::vector<int64_t> dims = a[1].toIntVector();
+         return {at::meta::amax_outf(T(a, 0), dims, a[2].toBool(), M(a, 3))};
+       }},
+      {"aten::linalg_vector_norm.out", [](Stack& a) -> Stack {
+         std::vector<int64_t> keep;
+         return {at::meta::linalg_vector_norm_outf(T(a, 0), a[1].toScalar(), Dims(a, 2, keep),
+                                                   a[3].toBool(), a[4].toOptional<at::ScalarType>(),
+                                                   M(a, 5))};
+       }},
+      {"aten::sort.values_stable", [](Stack& a) -> Stack {
+         auto r = at::meta::sort_outf(T(a, 0), a[1].toOptional<bool>(), a[2].toInt(),
+                                      a[3].toBool(), M(a, 4), M(a, 5));
+         return {std::get<0>(r), std::get<1>(r)};
+       }},
+      // Unary ops that keep the input's dtype (abs: a complex input's real
+      // dtype) and, where it is dense, its strides; other layouts are left
+      // to PyTorch's meta. (abs runs its out= form on a result it made
+      // like the input; an out= tensor of other metadata is declined.)
+      {"aten::abs.out", [](Stack& a) -> Stack {
+         const auto& t = T(a, 0);
+         auto& out = M(a, 1);
+         if (!t.is_non_overlapping_and_dense() || t.scalar_type() == at::kBool ||
+             out.scalar_type() != c10::toRealValueType(t.scalar_type()))
+           return {};
+         if (out.numel() == 0 && t.numel() != 0) {  // a fresh result: laid out as the input
+           out.resize_(t.sizes());
+           out.as_strided_(t.sizes(), t.strides());
+         }
+         if (!out.sizes().equals(t.sizes()) || !out.strides().equals(t.strides())) return {};
+         return {a[1]};
+       }},
+      {"aten::relu", [](Stack& a) -> Stack {
+         const auto& t = T(a, 0);
+         if (!t.is_non_overlapping_and_dense() || t.scalar_type() == at::kBool || t.is_complex())
+           return {};
+         return {like(t, true)};
+       }},
+      {"aten::isnan", [](Stack& a) -> Stack {
+         const auto& t = T(a, 0);
+         if (!t.is_non_overlapping_and_dense()) return {};
+         return {like(t, true, at::kBool)};
        }},
       // Functional and in-place forms of the ops Dispatch.cpp claims.
       OUT1("aten::add.Tensor", at::meta::add(T(a, 0), T(a, 1), a[2].toScalar())),

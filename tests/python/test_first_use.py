@@ -26,6 +26,29 @@ FIRST_CALLS = [
     "torch.nn.functional.layer_norm(torch.ones(2, 3, device=d), (3,))",
     "torch.nn.Linear(3, 4).to(d)(torch.ones(2, 3, device=d)).softmax(-1)",
     "torch.nn.functional.cross_entropy(torch.randn(4, 5, device=d), torch.tensor([0, 1, 2, 3], device=d))",
+    # Ops whose PyTorch meta kernels are Python references.
+    "torch.ones(2, 3, device=d) > 0",
+    "torch.ones(2, 3, device=d) == torch.ones(3, device=d)",
+    "torch.ones(2, 3, device=d).abs()",
+    "torch.ones(2, 3, device=d).t().abs()",
+    "torch.ones(2, 3, device=d).sqrt()",
+    "torch.ones(2, 3, device=d).log()",
+    "torch.ones(2, 3, device=d).sign()",
+    "torch.ones(2, 3, device=d).round()",
+    "torch.ones(2, 3, device=d).floor()",
+    "torch.ones(2, 3, device=d).reciprocal()",
+    "torch.relu(torch.ones(2, 3, device=d))",
+    "torch.ones(2, 3, device=d).isnan()",
+    "torch.maximum(torch.ones(2, 3, device=d), torch.zeros(3, device=d))",
+    "torch.clamp(torch.ones(2, 3, device=d), 0, 1)",
+    "torch.ones(2, 3, device=d).amax(1)",
+    "torch.ones(2, 3, device=d).any()",
+    "torch.ones(2, 3, device=d).all(1)",
+    "torch.ones(2, 3, device=d).norm()",
+    "torch.ones(2, 3, device=d).cumsum(1)",
+    "torch.ones(2, 3, device=d).sort(1)",
+    "torch.addcmul(torch.ones(3, device=d), torch.ones(3, device=d), torch.ones(3, device=d))",
+    "torch.lerp(torch.ones(3, device=d), torch.zeros(3, device=d), 0.5)",
 ]
 
 
@@ -74,3 +97,50 @@ def test_rejected_random_arguments_raise_as_on_cpu(fn):
         fn(torch.device("tpu"))
     # the same complaint: the message's first words agree
     assert str(tpu.value).split()[:3] == str(cpu.value).split()[:3], (tpu.value, cpu.value)
+
+
+# The result metadata those ops get from C++ (csrc/aten/FastMeta.cpp) is the
+# CPU's: shape, dtype and strides, in several layouts and dtypes.
+_META_OPS = {
+    "gt": lambda x, y: x > 0.25,
+    "eq": lambda x, y: x == y,
+    "ge_tensor": lambda x, y: x >= y,
+    "abs": lambda x, y: x.abs(),
+    "sqrt": lambda x, y: x.abs().sqrt(),
+    "log": lambda x, y: (x.abs() + 1).log(),
+    "sign": lambda x, y: x.sign(),
+    "round": lambda x, y: x.round(),
+    "floor": lambda x, y: x.floor(),
+    "reciprocal": lambda x, y: (x.abs() + 1).reciprocal(),
+    "relu": lambda x, y: torch.relu(x),
+    "isnan": lambda x, y: x.isnan(),
+    "maximum": lambda x, y: torch.maximum(x, y),
+    "clamp": lambda x, y: torch.clamp(x, -1, 1),
+    "amax": lambda x, y: x.amax(0),
+    "any": lambda x, y: (x > 0).any(),
+    "all_dim": lambda x, y: (x > 0).all(1),
+    "norm": lambda x, y: x.float().norm(),
+    "cumsum": lambda x, y: x.cumsum(1),
+    "sort": lambda x, y: x.sort(1)[0],
+    "addcmul": lambda x, y: torch.addcmul(x, x, y),
+    "lerp": lambda x, y: torch.lerp(x.float(), y.float(), 0.5),
+}
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "broadcast", "int64"])
+@pytest.mark.parametrize("name", sorted(_META_OPS))
+def test_result_metadata_as_on_cpu(name, layout):
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(4, 3, generator=g)
+    y = torch.randn(4, 3, generator=g)
+    if layout == "transposed":
+        x, y = torch.randn(3, 4, generator=g).t(), torch.randn(3, 4, generator=g).t()
+    elif layout == "broadcast":
+        y = torch.randn(3, generator=g)
+    elif layout == "int64":
+        x, y = (x * 3).long(), (y * 3).long()
+    fn = _META_OPS[name]
+    want = fn(x, y)
+    got = fn(x.to("tpu"), y.to("tpu"))
+    assert (got.shape, got.dtype, got.stride()) == (want.shape, want.dtype, want.stride())
+    torch.testing.assert_close(got.cpu(), want)
