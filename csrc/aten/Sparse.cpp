@@ -15,6 +15,8 @@
 #include <ATen/ops/_indices_native.h>
 #include <ATen/ops/_nnz_native.h>
 #include <ATen/ops/_sparse_coo_tensor_with_dims_and_tensors_native.h>
+#include <ATen/ops/_to_dense_native.h>
+#include <ATen/ops/_to_sparse_native.h>
 #include <ATen/ops/_values_native.h>
 #include <ATen/ops/add_native.h>
 #include <ATen/ops/clone_native.h>
@@ -28,12 +30,12 @@
 #include <ATen/ops/sparse_dim_native.h>
 #include <ATen/ops/sparse_resize_and_clear_native.h>
 #include <ATen/ops/sparse_resize_native.h>
-#include <ATen/ops/_to_dense_native.h>
-#include <ATen/ops/_to_sparse_native.h>
 #include <ATen/ops/values_native.h>
 #include <ATen/ops/zero_native.h>
 #include <torch/library.h>
 
+#include <sstream>
+#include <string>
 #include <vector>
 
 namespace torch_tpu {
