@@ -363,10 +363,10 @@ void run_arg_checks(const ArgChecks& checks, const c10::FunctionSchema& schema,
 // updates; PyTorch raises. Such checks need values only the device has (an
 // index's range, a probability tensor's flags), so they are computed there by
 // ops of their own, queued behind the op they guard. Debug eager reads them
-// at once. Strict eager reads them at the host's next wait for the device (a
-// read to the host, synchronize()), where the first failed check raises the
-// CPU's exception: later, as CUDA's device-side asserts surface, but no op
-// waits for its check.
+// at once. Strict and fused eager read them at the host's next wait for the
+// device (a read to the host, synchronize()), where the first failed check
+// raises the CPU's exception: later, as CUDA's device-side asserts surface,
+// but no op waits for its check.
 
 namespace {
 
@@ -378,10 +378,10 @@ struct DataCheck {
 };
 
 const char kLaterNote[] =
-    " (found at a later synchronization: strict eager checks tensor data without waiting; "
-    "TORCH_TPU_LAUNCH_BLOCKING=1 raises at the op)";
+    " (found at a later synchronization: strict and fused eager check tensor data without "
+    "waiting; TORCH_TPU_LAUNCH_BLOCKING=1 raises at the op)";
 
-// Bounds how many checks wait: the oldest are judged when it is reached.
+// Bounds how many checks wait: at this count all of them are judged.
 constexpr size_t kMaxWaitingChecks = 256;
 
 std::mutex waiting_mutex;
