@@ -496,38 +496,41 @@ void check_index(const std::string& name, const at::Tensor& index, int64_t size,
           }});
 }
 
-void check_index_bounds(const std::string& name, Args args) {
-  std::string base = name.substr(0, name.find('.'));
-  for (const auto& e : kIndexedOps) {
-    if (base != e.base) continue;
-    if (static_cast<size_t>(std::max(e.data, e.index)) >= args.size() ||
-        !args[e.data].isTensor())
-      return;
-    const at::Tensor& data = args[e.data].toTensor();
-    if (e.dim == -2) {  // one index tensor per leading dim
-      if (!args[e.index].isList()) return;
-      int64_t d = 0;
-      for (const auto& v : args[e.index].toListRef()) {
-        if (v.isTensor() && d < data.dim())
-          check_index(name, v.toTensor(), data.size(d), "dimension " + std::to_string(d),
-                      e.negative_ok, e.index_error);
-        d++;
-      }
-      return;
+// The kIndexedOps entry for overload |name| ("aten::gather.out"), or null.
+const IndexedOp* indexed_op(const std::string& name) {
+  const size_t base = std::min(name.find('.'), name.size());
+  for (const auto& e : kIndexedOps)
+    if (name.compare(0, base, e.base) == 0) return &e;
+  return nullptr;
+}
+
+void check_index_bounds(const std::string& name, const IndexedOp& e, Args args) {
+  if (static_cast<size_t>(std::max(e.data, e.index)) >= args.size() ||
+      !args[e.data].isTensor())
+    return;
+  const at::Tensor& data = args[e.data].toTensor();
+  if (e.dim == -2) {  // one index tensor per leading dim
+    if (!args[e.index].isList()) return;
+    int64_t d = 0;
+    for (const auto& v : args[e.index].toListRef()) {
+      if (v.isTensor() && d < data.dim())
+        check_index(name, v.toTensor(), data.size(d), "dimension " + std::to_string(d),
+                    e.negative_ok, e.index_error);
+      d++;
     }
-    if (!args[e.index].isTensor()) return;
-    if (e.dim == -3) {
-      check_index(name, args[e.index].toTensor(), data.numel(),
-                  "the flattened " + describe(data), e.negative_ok, e.index_error);
-      return;
-    }
-    int64_t dim = e.dim == -1 ? 0 : args[e.dim].toInt();
-    if (dim < 0) dim += std::max<int64_t>(data.dim(), 1);
-    int64_t size = data.dim() == 0 ? 1 : data.size(dim);
-    check_index(name, args[e.index].toTensor(), size, "dimension " + std::to_string(dim),
-                e.negative_ok, e.index_error);
     return;
   }
+  if (!args[e.index].isTensor()) return;
+  if (e.dim == -3) {
+    check_index(name, args[e.index].toTensor(), data.numel(),
+                "the flattened " + describe(data), e.negative_ok, e.index_error);
+    return;
+  }
+  int64_t dim = e.dim == -1 ? 0 : args[e.dim].toInt();
+  if (dim < 0) dim += std::max<int64_t>(data.dim(), 1);
+  int64_t size = data.dim() == 0 ? 1 : data.size(dim);
+  check_index(name, args[e.index].toTensor(), size, "dimension " + std::to_string(dim),
+              e.negative_ok, e.index_error);
 }
 
 // nll_loss's class targets: in [0, C) unless equal to ignore_index.
@@ -600,9 +603,7 @@ bool always_fits(at::ScalarType from, at::ScalarType to) {
 // masked_fill with a tpu value tensor: the CPU converts its value like a
 // Python scalar's. A copy is judged, as the value may change before then.
 void check_fill_value_data(const std::string& name, Args args) {
-  if (name.rfind("aten::masked_fill", 0) != 0 || name.find(".Tensor") == std::string::npos ||
-      args.size() < 3 || !args[0].isTensor() || !args[2].isTensor())
-    return;
+  if (args.size() < 3 || !args[0].isTensor() || !args[2].isTensor()) return;
   const at::Tensor& self = args[0].toTensor();
   const at::Tensor& v = args[2].toTensor();
   if (!v.defined() || v.device().is_cpu() || v.dim() != 0 ||
@@ -618,16 +619,29 @@ void check_fill_value_data(const std::string& name, Args args) {
           }});
 }
 
+bool is_nll_forward(const std::string& name) {
+  return name.rfind("aten::nll_loss", 0) == 0 && name.find("_forward") != std::string::npos;
+}
+bool is_multinomial(const std::string& name) {
+  return name == "aten::multinomial" || name == "aten::multinomial.out";
+}
+bool is_masked_fill_tensor(const std::string& name) {
+  return name.rfind("aten::masked_fill", 0) == 0 && name.find(".Tensor") != std::string::npos;
+}
+
 }  // namespace
+
+bool has_data_checks(const std::string& name) {
+  return indexed_op(name) || is_nll_forward(name) || is_multinomial(name) ||
+         is_masked_fill_tensor(name);
+}
 
 void check_argument_data(const std::string& name, const torch::jit::Stack& args) {
   Args a(args);
-  check_index_bounds(name, a);
-  if (name.rfind("aten::nll_loss", 0) == 0 && name.find("_forward") != std::string::npos)
-    check_nll_targets(name, a);
-  if (name == "aten::multinomial" || name == "aten::multinomial.out")
-    check_multinomial_data(name, a);
-  check_fill_value_data(name, a);
+  if (const IndexedOp* e = indexed_op(name)) check_index_bounds(name, *e, a);
+  if (is_nll_forward(name)) check_nll_targets(name, a);
+  if (is_multinomial(name)) check_multinomial_data(name, a);
+  if (is_masked_fill_tensor(name)) check_fill_value_data(name, a);
 }
 
 void raise_failed_data_checks() {

@@ -43,6 +43,9 @@ void check_no_overlap(const std::string& name, const at::Tensor& out, const char
 // device; debug eager reads them at once (a round trip per op), strict and
 // fused eager at the next raise_failed_data_checks.
 void check_argument_data(const std::string& name, const torch::jit::Stack& args);
+// Whether overload |name| ("aten::gather.out") has such checks (decided once
+// per op, so other ops pay nothing for them).
+bool has_data_checks(const std::string& name);
 
 // Judges the data checks still waiting and throws the first failure's
 // exception. Called wherever the host waits for the device anyway: reads to

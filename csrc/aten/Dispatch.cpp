@@ -103,6 +103,7 @@ struct OpInfo {
   int indices = -1;               // the "indices" argument, if any
   std::vector<char> writes;       // per argument
   const ArgChecks* checks = nullptr;  // the CPU kernel's argument checks
+  bool data_checks = false;           // check_argument_data applies
 };
 
 const OpInfo& op_info(const c10::OperatorHandle& op) {
@@ -128,6 +129,7 @@ const OpInfo& op_info(const c10::OperatorHandle& op) {
       info.writes.push_back(writes(a));
     }
     info.checks = find_arg_checks(op, info.name);
+    info.data_checks = has_data_checks(info.name);
   }
   if (!info.has_meta)
     info.has_meta = op.hasKernelForDispatchKey(c10::DispatchKey::Meta) ||
@@ -625,7 +627,7 @@ bool run_native(const c10::OperatorHandle& op, torch::jit::Stack* stack,
   // dtypes before any check of the data, as the CPU kernels do).
   if (!info.has_meta) return false;
   std::shared_ptr<const MetaResult> mr = meta_result(op, args, nargs);
-  check_argument_data(name, args);
+  if (info.data_checks) check_argument_data(name, args);
   const torch::jit::Stack& meta = mr->returns;
   const torch::jit::Stack& meta_args = mr->args;
 
