@@ -264,8 +264,8 @@ std::unordered_map<std::string, Fn> make_table() {
        }},
       // Unary ops that keep the input's dtype (abs: a complex input's real
       // dtype) and, where it is dense, its strides; other layouts are left
-      // to PyTorch's meta. (abs runs its out= form on a result it made
-      // like the input; an out= tensor of other metadata is declined.)
+      // to PyTorch's meta. (abs runs its out= form: an empty result is laid
+      // out as the input, an out= tensor of other metadata declined.)
       {"aten::abs.out", [](Stack& a) -> Stack {
          const auto& t = T(a, 0);
          auto& out = M(a, 1);

@@ -93,8 +93,8 @@ at::Tensor coalesce(const at::Tensor& self) {
   auto [positions, inverse, counts] =
       at::_unique2(linear_index(indices, self.sizes()), /*sorted=*/true,
                    /*return_inverse=*/true, /*return_counts=*/false);
-  std::vector<int64_t> vshape{positions.size(0)};
-  for (int64_t d = 1; d < values.dim(); d++) vshape.push_back(values.size(d));
+  std::vector<int64_t> vshape = values.sizes().vec();
+  vshape[0] = positions.size(0);
   at::Tensor summed = at::zeros(vshape, values.options()).index_add_(0, inverse, values);
   return at::_sparse_coo_tensor_with_dims_and_tensors(
       sparse_dim, dense_dim, self.sizes(), unlinear_index(positions, self.sizes(), sparse_dim),
