@@ -17,6 +17,8 @@
 #include <ATen/ops/clamp_min_meta_dispatch.h>
 #include <ATen/ops/cumsum_meta_dispatch.h>
 #include <ATen/ops/div_meta_dispatch.h>
+#include <ATen/TensorIterator.h>
+#include <ATen/WrapDimUtilsMulti.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_strided.h>
 #include <ATen/ops/eq_meta_dispatch.h>
@@ -128,6 +130,48 @@ void check_nll_weight(const Stack& a, size_t self, size_t weight) {
   if (a[weight].isNone() || !T(a, weight).defined()) return;
   const auto want = T(a, self).scalar_type(), got = T(a, weight).scalar_type();
   TORCH_CHECK(want == got, "expected scalar type ", want, " but found ", got);
+}
+
+// where's result, laid out by a TensorIterator over the meta twins as the
+// CPU kernel lays it out. Declined (PyTorch's meta decides) unless the
+// condition is bool and self, other and out share one dtype: promotion and
+// its errors stay PyTorch's.
+Stack where_meta(const at::Tensor& cond, const at::Tensor& self, const at::Tensor& other,
+                 at::Tensor out) {
+  for (const at::Tensor* t : {&cond, &self, &other, static_cast<const at::Tensor*>(&out)})
+    if (!t->is_meta()) return {};
+  if (cond.scalar_type() != at::kBool || self.scalar_type() != other.scalar_type() ||
+      out.scalar_type() != self.scalar_type())
+    return {};
+  auto iter = at::TensorIteratorConfig()
+                  .check_all_same_dtype(false)
+                  .add_output(out)
+                  .add_const_input(cond)
+                  .add_const_input(self)
+                  .add_const_input(other)
+                  .build();
+  return {iter.output()};
+}
+// var's result: the reduced shape, contiguous, of the input's real dtype,
+// after the CPU kernel's checks in its words. An out of another dtype is
+// declined, so that error stays PyTorch's.
+Stack var_meta(const at::Tensor& self, const c10::IValue& dim, bool keepdim, at::Tensor* out) {
+  if (!self.is_meta()) return {};
+  TORCH_CHECK(floating(self) || self.is_complex(),
+              "std and var only support floating point and complex dtypes");
+  const int64_t n = self.dim();
+  const std::vector<int64_t> dims = dim.isNone() ? std::vector<int64_t>{} : dim.toIntVector();
+  if (n > 64) return {};
+  const auto reduced = at::dim_list_to_bitset(dims, n);
+  std::vector<int64_t> shape;
+  for (int64_t i = 0; i < n; i++)
+    if (!dims.empty() && !reduced[i]) shape.push_back(self.size(i));
+    else if (keepdim) shape.push_back(1);
+  const auto dtype = c10::toRealValueType(self.scalar_type());
+  if (!out) return {at::empty(shape, self.options().dtype(dtype))};
+  if (out->scalar_type() != dtype) return {};
+  if (!out->sizes().equals(shape)) out->resize_(shape);
+  return {*out};
 }
 
 // Out= overloads: PyTorch runs a structured op's functional form on a
@@ -256,6 +300,18 @@ std::unordered_map<std::string, Fn> make_table() {
          return {at::meta::linalg_vector_norm_outf(T(a, 0), a[1].toScalar(), Dims(a, 2, keep),
                                                    a[3].toBool(), a[4].toOptional<at::ScalarType>(),
                                                    M(a, 5))};
+       }},
+      {"aten::where.self", [](Stack& a) -> Stack {
+         return where_meta(T(a, 0), T(a, 1), T(a, 2), at::empty({0}, T(a, 1).options()));
+       }},
+      {"aten::where.self_out", [](Stack& a) -> Stack {
+         return where_meta(T(a, 0), T(a, 1), T(a, 2), M(a, 3));
+       }},
+      {"aten::var.correction", [](Stack& a) -> Stack {
+         return var_meta(T(a, 0), a[1], a[3].toBool(), nullptr);
+       }},
+      {"aten::var.correction_out", [](Stack& a) -> Stack {
+         return var_meta(T(a, 0), a[1], a[3].toBool(), &M(a, 4));
        }},
       {"aten::sort.values_stable", [](Stack& a) -> Stack {
          auto r = at::meta::sort_outf(T(a, 0), a[1].toOptional<bool>(), a[2].toInt(),

@@ -49,6 +49,8 @@ FIRST_CALLS = [
     "torch.ones(2, 3, device=d).sort(1)",
     "torch.addcmul(torch.ones(3, device=d), torch.ones(3, device=d), torch.ones(3, device=d))",
     "torch.lerp(torch.ones(3, device=d), torch.zeros(3, device=d), 0.5)",
+    "torch.where(torch.ones(2, 3, device=d) > 0, torch.ones(2, 3, device=d), 0.0)",
+    "torch.ones(2, 3, device=d).var(1)",
 ]
 
 
@@ -124,6 +126,11 @@ _META_OPS = {
     "sort": lambda x, y: x.sort(1)[0],
     "addcmul": lambda x, y: torch.addcmul(x, x, y),
     "lerp": lambda x, y: torch.lerp(x.float(), y.float(), 0.5),
+    "where": lambda x, y: torch.where(x > y, x, y),
+    "where_scalar": lambda x, y: torch.where(y > 0, x, 0),
+    "var": lambda x, y: x.float().var(1),
+    "var_keepdim": lambda x, y: x.float().var(0, keepdim=True, correction=0),
+    "var_all": lambda x, y: x.double().var(),
 }
 
 
