@@ -86,17 +86,19 @@ bool tpr_eager_launch_blocking(void) { return atomic_load(&launch_blocking); }
 // at the same speed). Small ops, where run-ahead pays, rarely reach it.
 #define PENDING_MAX_BYTES ((size_t)64 << 20)
 static tpr_buffer_t* pending[PENDING_MAX];
+static size_t pending_size[PENDING_MAX];  // bytes each launch allocated
 static int pending_count;
-static size_t pending_bytes;  // their sizes: results the host runs ahead with
+static size_t pending_bytes;  // their sum: results the host runs ahead with
 static pthread_mutex_t pending_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static tpr_status_t await_oldest(int n, tpr_buffer_t** taken) {
   // Called with pending_lock held: moves the n oldest out.
   for (int i = 0; i < n; i++) {
     taken[i] = pending[i];
-    pending_bytes -= tpr_buffer_byte_size(pending[i]);
+    pending_bytes -= pending_size[i];
   }
   memmove(pending, pending + n, (size_t)(pending_count - n) * sizeof pending[0]);
+  memmove(pending_size, pending_size + n, (size_t)(pending_count - n) * sizeof pending_size[0]);
   pending_count -= n;
   return tpr_ok_status();
 }
@@ -114,6 +116,10 @@ static tpr_status_t await_all(tpr_buffer_t** bufs, int n) {
 }
 
 void tpr_pending_push(tpr_buffer_t* buffer) {
+  tpr_pending_push_sized(buffer, tpr_buffer_byte_size(buffer));
+}
+
+void tpr_pending_push_sized(tpr_buffer_t* buffer, size_t bytes) {
   tpr_buffer_t* taken[PENDING_MAX / 2];
   int n = 0;
   pthread_mutex_lock(&pending_lock);
@@ -121,8 +127,9 @@ void tpr_pending_push(tpr_buffer_t* buffer) {
     n = pending_count / 2;
     (void)await_oldest(n, taken);
   }
+  pending_size[pending_count] = bytes;
   pending[pending_count++] = tpr_buffer_retain(buffer);
-  pending_bytes += tpr_buffer_byte_size(buffer);
+  pending_bytes += bytes;
   pthread_mutex_unlock(&pending_lock);
   // Bounding the run-ahead needs only the newest of the oldest half: an
   // await per buffer (an event object each) cost a tenth of a small op.
@@ -133,6 +140,24 @@ void tpr_pending_push(tpr_buffer_t* buffer) {
     tpr_status_free(await_all(taken + n - 1, 1));
     for (int i = 0; i < n - 1; i++) tpr_buffer_release(taken[i]);
   }
+}
+
+// A whole-graph program's results are all allocated at its launch, so
+// bounding after the launch (as push does) comes too late for its large
+// ones: a compiled training step's next forward would allocate its
+// activations while the last backward and optimizer programs still hold
+// theirs. When the results in flight and the coming ones would pass the
+// bound, those in flight are awaited first.
+void tpr_pending_reserve(size_t bytes) {
+  tpr_buffer_t* taken[PENDING_MAX];
+  int n = 0;
+  pthread_mutex_lock(&pending_lock);
+  if (pending_count > 0 && pending_bytes + bytes > PENDING_MAX_BYTES) {
+    n = pending_count;
+    (void)await_oldest(n, taken);
+  }
+  pthread_mutex_unlock(&pending_lock);
+  if (n) tpr_status_free(await_all(taken, n));  // errors surface at reads
 }
 
 tpr_status_t tpr_pending_drain(void) {

@@ -83,6 +83,11 @@ void tpr_replay_record(const tpr_eager_call_t* call, uint64_t hash,
 void tpr_replay_clear(void);
 // Bounded queue of in-flight results; synchronize drains it.
 void tpr_pending_push(tpr_buffer_t* buffer);  // retains
+// The same for a launch whose results take |bytes| in all.
+void tpr_pending_push_sized(tpr_buffer_t* buffer, size_t bytes);
+// Before a launch that allocates |bytes| of results: awaits those in flight
+// if together they would pass the run-ahead bound.
+void tpr_pending_reserve(size_t bytes);
 tpr_status_t tpr_pending_drain(void);
 
 #endif  // TPR_EAGER_INTERNAL_H_

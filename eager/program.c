@@ -258,14 +258,24 @@ static tpr_status_t run_locked(tpr_program_t* p, int device,
       shared = j != m && inputs[j] == inputs[m];
     donate[m] = !shared;
   }
-  if (tpr_status_is_ok(s))
+  // What the launch allocates: the results that take no donated buffer.
+  size_t fresh_bytes = 0;
+  for (int k = 0; k < p->num_outputs && tpr_status_is_ok(s); k++) {
+    int m = p->outputs[k].mutates;
+    if (m < 0 || !donate[m] || tpr_graph_result_alias(p->graph, k) != m)
+      fresh_bytes += (size_t)tpr_type_numel(&p->outputs[k].type) *
+                     tpr_dtype_size(p->outputs[k].type.dtype);
+  }
+  if (tpr_status_is_ok(s)) {
+    tpr_pending_reserve(fresh_bytes);
     s = tpr_executable_execute(p->exe, device, args, (size_t)p->num_inputs, donate,
                                results, tpr_eager_launch_blocking());
+  }
   for (int i = 0; i < p->num_inputs; i++)
     if (tpr_type_numel(&p->input_types[i]) == 0) tpr_buffer_release(args[i]);
   TPR_RETURN_IF_ERROR(s);
   stats.runs++;
-  if (p->num_outputs || p->num_checks) tpr_pending_push(results[0]);
+  if (p->num_outputs || p->num_checks) tpr_pending_push_sized(results[0], fresh_bytes);
   int fresh = 0;
   for (int k = 0; k < p->num_outputs; k++) {
     int m = p->outputs[k].mutates;
