@@ -193,10 +193,11 @@ for step in range(1, {steps} + 1):
         m = libc.mallinfo2()
         out[step] = dict(device=torch.tpu.memory_allocated(), rss=rss(),
                          heap_in_use=m.uordblks + m.hblkhd, heap_kept=m.fordblks)
-        # What the process holds once the kept free blocks are returned, as
-        # a CUDA caching allocator's reserved memory is by empty_cache().
+        # Printed, not judged: what stays resident once glibc has returned
+        # the free pages it can (free blocks that share a page with live
+        # ones stay).
         torch.tpu.empty_cache()
-        out[step]["rss_held"] = rss()
+        out[step]["rss_after_empty_cache"] = rss()
 print("RESULT " + json.dumps(out))
 """
 
@@ -209,14 +210,14 @@ def test_gpt_adamw_soak_keeps_host_memory_flat():
     """A 2-layer GPT trained with AdamW in strict eager for 10,000 steps
     (TORCH_TPU_SOAK_STEPS to change), between step 500 and the end: device
     memory equal; host memory in use (every live malloc block: ours, the
-    plugin's, PyTorch's, Python's) within 5 MiB; the RSS held once
-    torch.tpu.empty_cache() has returned the kept free blocks within 5 MiB;
-    raw RSS growth no more than that plus what glibc keeps freed. The CPU
-    plugin's device buffers are heap blocks that glibc is told to keep for
-    reuse, as a device caching allocator keeps freed blocks
-    (runtime/pjrt/client.c, keep_freed_host_memory); the kept part follows
-    the high-water mark of buffers in flight and where they fell in the
-    heap, which timing moves by tens of MiB between steps."""
+    plugin's, PyTorch's, Python's) within 5 MiB; RSS growth no more than
+    that plus what glibc keeps freed. The CPU plugin's device buffers are
+    heap blocks that glibc is told to keep for reuse, as a device caching
+    allocator keeps freed blocks (runtime/pjrt/client.c,
+    keep_freed_host_memory); the kept part follows the high-water mark of
+    buffers in flight and where they fell in glibc's per-thread heaps, which
+    timing moves by tens of MiB between steps (MALLOC_ARENA_MAX=1, one heap,
+    holds RSS still at some cost in speed: docs/figures.md)."""
     steps = int(os.environ.get("TORCH_TPU_SOAK_STEPS", "10000"))
     bench = os.path.join(os.path.dirname(__file__), "..", "..", "bench")
     r = subprocess.run([sys.executable, "-c", SOAK.format(bench=bench, steps=steps)],
@@ -229,6 +230,5 @@ def test_gpt_adamw_soak_keeps_host_memory_flat():
           ", ".join(f"{k} {x:.1f} -> {y:.1f}" for k, (x, y) in mib.items()))
     assert b["device"] == a["device"], out
     assert b["heap_in_use"] - a["heap_in_use"] < 5 * 2**20, out
-    assert b["rss_held"] - a["rss_held"] < 5 * 2**20, out
     kept_growth = max(0, b["heap_kept"] - a["heap_kept"])
     assert b["rss"] - a["rss"] < 5 * 2**20 + kept_growth, out
