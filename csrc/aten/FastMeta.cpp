@@ -137,8 +137,8 @@ void check_nll_weight(const Stack& a, size_t self, size_t weight) {
 // condition is bool and self, other and out share one dtype: promotion and
 // its errors stay PyTorch's.
 Stack where_meta(const at::Tensor& cond, const at::Tensor& self, const at::Tensor& other,
-                 at::Tensor out) {
-  for (const at::Tensor* t : {&cond, &self, &other, static_cast<const at::Tensor*>(&out)})
+                 const at::Tensor& out) {
+  for (const at::Tensor* t : {&cond, &self, &other, &out})
     if (!t->is_meta()) return {};
   if (cond.scalar_type() != at::kBool || self.scalar_type() != other.scalar_type() ||
       out.scalar_type() != self.scalar_type())
@@ -170,7 +170,7 @@ Stack var_meta(const at::Tensor& self, const c10::IValue& dim, bool keepdim, at:
   const auto dtype = c10::toRealValueType(self.scalar_type());
   if (!out) return {at::empty(shape, self.options().dtype(dtype))};
   if (out->scalar_type() != dtype) return {};
-  if (!out->sizes().equals(shape)) out->resize_(shape);
+  out->resize_(shape);  // (keeps its strides when the shape is already right)
   return {*out};
 }
 
