@@ -988,12 +988,40 @@ void tpr_rng_bits(tpr_graph_t* g, tpr_value_t state, tpr_type_t type,
     return;
   }
   if (!check_shape(g, "tpr_rng_bits", type.rank, type.dims)) return;
+  // Narrower bits are 64-bit words bitcast apart: XLA expands a 64-bit
+  // rng_bit_generator into a program that compiles about 3x faster than
+  // the 32-bit one (60 against 175 ms on XLA:CPU, most of a random op's
+  // first call) and, split by a bitcast, also runs faster (45 against 63 ms
+  // for 16M u32 on two cores).
+  // Where the minor dim holds whole words, each word's elements stay
+  // neighbours in it, so the split is elementwise and fuses with its users;
+  // otherwise the flattened words are cut to size.
+  int64_t n = tpr_type_numel(&type);
+  int per_word = (int)(8 / tpr_dtype_size(type.dtype));
   tpr_type_t r[2] = {*ts, type};
+  r[1].dtype = TPR_DTYPE_U64;
+  bool minor = type.rank > 0 && type.dims[type.rank - 1] % per_word == 0;
+  if (per_word > 1 && n > 0 && minor) {
+    r[1].dims[type.rank - 1] /= per_word;
+  } else if (per_word > 1 && n > 0) {
+    int64_t words = (n + per_word - 1) / per_word;
+    r[1] = tpr_type_make(TPR_DTYPE_U64, 1, &words);
+  } else {
+    r[1] = type;
+  }
   tpr_value_t first = tpr_graph_add_node(g, TPR_OP_RNG_BIT_GENERATOR, 0, &state,
                                          1, NULL, 0, NULL, 0, r, 2);
   if (first == TPR_VALUE_NONE) return;
   *out_new_state = first;
   *out_bits = first + 1;
+  if (r[1].dtype == type.dtype) return;
+  tpr_value_t v = tpr_bitcast_convert(g, first + 1, type.dtype);  // [..., k]
+  if (!minor) {
+    int64_t all = tpr_type_numel(&r[1]) * per_word, start = 0;
+    v = tpr_slice(g, tpr_reshape(g, v, 1, &all), &start, &n, NULL);
+  }
+  *out_bits = tpr_reshape(g, v, type.rank, type.dims);
+  if (!tpr_graph_ok(g)) *out_bits = *out_new_state = TPR_VALUE_NONE;
 }
 
 //===--- bounded dynamism -------------------------------------------------===//

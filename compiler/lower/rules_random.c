@@ -18,6 +18,24 @@ static tpr_status_t need_state(lw_ctx_t* ctx, tpr_value_t* state) {
   return tpr_ok_status();
 }
 
+// Uniform floats in [0, 1) from the top |digits| of unsigned |bits|, in
+// |acc|.
+static tpr_value_t unit_from_bits(tpr_graph_t* g, tpr_value_t bits, int width,
+                                  int digits, tpr_dtype_t acc) {
+  bits = tpr_binary(g, TPR_BINARY_SHIFT_RIGHT_LOGICAL, bits,
+                    lw_k(g, bits, width - digits));
+  tpr_value_t u = tpr_convert(g, bits, acc);
+  return lw_mul(g, u, lw_k(g, u, ldexp(1.0, -digits)));
+}
+
+// Significand bits a uniform draw for |out_dtype| uses.
+static int uniform_digits(tpr_dtype_t out_dtype) {
+  return out_dtype == TPR_DTYPE_F64    ? 53
+         : out_dtype == TPR_DTYPE_BF16 ? 8
+         : out_dtype == TPR_DTYPE_F16  ? 11
+                                       : 24;
+}
+
 // Uniform floats in [0, 1) shaped like |shape|, in *acc (f64 for f64 outs,
 // else f32). For f16/bf16 outs only as many random bits as the type's
 // significand holds are used, so every value is exact in the out type and
@@ -28,19 +46,12 @@ tpr_value_t lw_uniform01(lw_ctx_t* ctx, tpr_value_t state,
   tpr_graph_t* g = G;
   bool wide = out_dtype == TPR_DTYPE_F64;
   *acc = wide ? TPR_DTYPE_F64 : TPR_DTYPE_F32;
-  int digits = wide ? 53
-               : out_dtype == TPR_DTYPE_BF16 ? 8
-               : out_dtype == TPR_DTYPE_F16  ? 11
-                                             : 24;
   tpr_type_t bt = *shape;
   bt.dtype = wide ? TPR_DTYPE_U64 : TPR_DTYPE_U32;
   if (tpr_type_numel(shape) == 0) return lw_full(g, 0, *acc, shape);
   tpr_value_t bits, new_state;
   tpr_rng_bits(g, state, bt, &bits, &new_state);
-  bits = tpr_binary(g, TPR_BINARY_SHIFT_RIGHT_LOGICAL, bits,
-                    lw_k(g, bits, (wide ? 64 : 32) - digits));
-  tpr_value_t u = tpr_convert(g, bits, *acc);
-  return lw_mul(g, u, lw_k(g, u, ldexp(1.0, -digits)));
+  return unit_from_bits(g, bits, wide ? 64 : 32, uniform_digits(out_dtype), *acc);
 }
 
 static tpr_status_t float_out(lw_ctx_t* ctx) {
@@ -68,21 +79,34 @@ static tpr_status_t lower_uniform(lw_ctx_t* ctx) {
   return lw_ret(ctx, lw_add(G, lw_mul(G, u, lw_sub(G, to, from)), from));
 }
 
-// Standard normals by Box-Muller.
+// Standard normals by Box-Muller, in the out type's opmath type. An f32
+// pair comes from the two halves of one 64-bit word, which XLA computes
+// once per element; an f64 pair takes two words.
 static tpr_value_t std_normal(lw_ctx_t* ctx, tpr_value_t st) {
   tpr_graph_t* g = G;
   int64_t n = tpr_type_numel(OUT);
-  tpr_dtype_t acc;
   if (n == 0) return lw_full(g, 0, lw_opmath(OUT->dtype), OUT);
-  int64_t two_n[2] = {2, n};
-  tpr_type_t bt = tpr_type_make(OUT->dtype, 2, two_n);
-  tpr_value_t u = lw_uniform01(ctx, st, &bt, OUT->dtype == TPR_DTYPE_F64
-                                              ? TPR_DTYPE_F64
-                                              : TPR_DTYPE_F32,
-                            &acc);
-  int64_t s0[2] = {0, 0}, l0[2] = {1, n}, s1[2] = {1, 0}, l1[2] = {2, n};
-  tpr_value_t u1 = tpr_reshape(g, tpr_slice(g, u, s0, l0, NULL), OUT->rank, OUT->dims);
-  tpr_value_t u2 = tpr_reshape(g, tpr_slice(g, u, s1, l1, NULL), OUT->rank, OUT->dims);
+  tpr_value_t u1, u2;
+  if (OUT->dtype == TPR_DTYPE_F64) {
+    int64_t n_two[2] = {n, 2};
+    tpr_type_t bt = tpr_type_make(TPR_DTYPE_F64, 2, n_two);
+    tpr_dtype_t acc;
+    tpr_value_t u = lw_uniform01(ctx, st, &bt, TPR_DTYPE_F64, &acc);
+    int64_t s0[2] = {0, 0}, l0[2] = {n, 1}, s1[2] = {0, 1}, l1[2] = {n, 2};
+    u1 = tpr_reshape(g, tpr_slice(g, u, s0, l0, NULL), OUT->rank, OUT->dims);
+    u2 = tpr_reshape(g, tpr_slice(g, u, s1, l1, NULL), OUT->rank, OUT->dims);
+  } else {
+    tpr_type_t bt = *OUT;
+    bt.dtype = TPR_DTYPE_U64;
+    tpr_value_t w, ns;
+    tpr_rng_bits(g, st, bt, &w, &ns);
+    tpr_value_t hi = tpr_convert(g, tpr_binary(g, TPR_BINARY_SHIFT_RIGHT_LOGICAL, w,
+                                               lw_k(g, w, 32)),
+                                 TPR_DTYPE_U32);
+    tpr_value_t lo = tpr_convert(g, w, TPR_DTYPE_U32);
+    u1 = unit_from_bits(g, hi, 32, 24, TPR_DTYPE_F32);
+    u2 = unit_from_bits(g, lo, 32, 24, TPR_DTYPE_F32);
+  }
   u1 = lw_sub(g, lw_k(g, u1, 1), u1);  // (0, 1]
   tpr_value_t r = lw_un(g, TPR_UNARY_SQRT,
                         lw_mul(g, lw_k(g, u1, -2), lw_un(g, TPR_UNARY_LOG, u1)));

@@ -346,6 +346,9 @@ tpr_value_t tpr_index_select(tpr_graph_t* graph, tpr_value_t v, int64_t dim,
 
 // stablehlo.rng_bit_generator (THREE_FRY) from a u64[2] |state|: returns
 // random bits of |type| (an unsigned integer dtype) and the new state.
+// Types narrower than 64 bits are 64-bit words bitcast into k = 64 / width
+// elements each: a minor dim divisible by k holds dim / k words, any other
+// shape takes the first numel elements of ceil(numel / k) words.
 void tpr_rng_bits(tpr_graph_t* graph, tpr_value_t state, tpr_type_t type,
                   tpr_value_t* out_bits, tpr_value_t* out_new_state);
 

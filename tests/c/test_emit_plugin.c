@@ -423,6 +423,49 @@ TPR_TEST(emit_plugin_row_sums_as_dots_match_reference) {
   tpr_client_destroy(c);
 }
 
+// Draws of |type| and of 64-bit words from one state, on the plugin: result
+// 0 the draw, result 1 the words (|words| of them).
+static tpr_status_t rng_case(tpr_client_t* c, tpr_type_t type, int64_t words,
+                             void* bits, size_t bytes, uint64_t* word_out) {
+  tpr_graph_t* g;
+  TPR_RETURN_IF_ERROR(tpr_graph_create(&g));
+  static const uint64_t kState[2] = {42, 7};
+  int64_t two = 2;
+  tpr_value_t st = tpr_constant_dense(g, tpr_type_make(TPR_DTYPE_U64, 1, &two), kState);
+  tpr_parameter(g, tpr_type_make(TPR_DTYPE_F32, 1, &two));
+  tpr_value_t b, w, ns;
+  tpr_rng_bits(g, st, type, &b, &ns);
+  tpr_rng_bits(g, st, tpr_type_make(TPR_DTYPE_U64, 1, &words), &w, &ns);
+  tpr_graph_add_result(g, b);
+  tpr_graph_add_result(g, w);
+  float in[2] = {0, 0};
+  tpr_status_t s = fixture_run1(c, g, in, 2, 0, bits, bytes);
+  if (tpr_status_is_ok(s))
+    s = fixture_run1(c, g, in, 2, 1, word_out, (size_t)words * sizeof(uint64_t));
+  tpr_graph_free(g);
+  return s;
+}
+
+// Narrow draws are the 64-bit words' bytes in memory order, whether the
+// minor dim holds whole words or the words are cut to an odd count.
+TPR_TEST(emit_plugin_narrow_random_bits_are_word_bytes) {
+  tpr_client_t* c;
+  CHECK_OK(fixture_client(1, &c));
+  uint64_t words[4];
+  uint32_t u32[8];
+  int64_t d24[2] = {2, 4}, d5 = 5, d13 = 13;
+  CHECK_OK(rng_case(c, tpr_type_make(TPR_DTYPE_U32, 2, d24), 4, u32, sizeof u32, words));
+  CHECK(memcmp(u32, words, sizeof u32) == 0);
+  CHECK(words[0] != words[1]);
+  uint32_t odd[5];
+  CHECK_OK(rng_case(c, tpr_type_make(TPR_DTYPE_U32, 1, &d5), 3, odd, sizeof odd, words));
+  CHECK(memcmp(odd, words, sizeof odd) == 0);
+  uint8_t u8[13];
+  CHECK_OK(rng_case(c, tpr_type_make(TPR_DTYPE_U8, 1, &d13), 2, u8, sizeof u8, words));
+  CHECK(memcmp(u8, words, sizeof u8) == 0);
+  tpr_client_destroy(c);
+}
+
 // m + (g - m) / 2 with m a reshaped parameter aliased to the result: the
 // reshape is written once per use (so XLA can update m in place without
 // copying it first), and the values are a C loop's.
