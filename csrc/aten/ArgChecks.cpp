@@ -378,8 +378,8 @@ struct DataCheck {
 };
 
 const char kLaterNote[] =
-    " (found at a later synchronization: strict and fused eager check tensor data without "
-    "waiting; TORCH_TPU_LAUNCH_BLOCKING=1 raises at the op)";
+    " (found at a later synchronization: tpu checks tensor data without waiting, in eager "
+    "and in compiled graphs; TORCH_TPU_LAUNCH_BLOCKING=1 raises at the op)";
 
 // Bounds how many checks wait: at this count all of them are judged.
 constexpr size_t kMaxWaitingChecks = 256;
@@ -444,6 +444,21 @@ at::Tensor index_range(const at::Tensor& index, std::optional<int64_t> ignore) {
   return range;
 }
 
+// Where range checks go while collect_range_checks runs (a compiled graph's
+// lowering); null otherwise.
+thread_local std::vector<RangeCheck>* collecting = nullptr;
+
+// Queues |judge| on |index|'s range, or hands it to the compiled graph being
+// built.
+void submit_range(const at::Tensor& index, std::optional<int64_t> ignore,
+                  std::function<void(const std::vector<at::Tensor>&, const char*)> judge) {
+  if (collecting) {
+    collecting->push_back({index, ignore, std::move(judge)});
+    return;
+  }
+  submit({{index_range(index, ignore)}, std::move(judge)});
+}
+
 struct IndexedOp {
   const char* base;  // overload name up to the '.'
   int data;          // argument holding the indexed tensor
@@ -483,8 +498,8 @@ void check_index(const std::string& name, const at::Tensor& index, int64_t size,
   if (!index.defined() || index.numel() == 0 || index.scalar_type() == at::kBool ||
       index.scalar_type() == at::kByte)
     return;
-  submit({{index_range(index, std::nullopt)},
-          [=](const std::vector<at::Tensor>& host, const char* note) {
+  submit_range(index, std::nullopt,
+               [=](const std::vector<at::Tensor>& host, const char* note) {
             const int64_t* r = host[0].const_data_ptr<int64_t>();
             int64_t floor = negative_ok ? -size : 0;
             if (r[1] < size && r[0] >= floor) return;
@@ -493,7 +508,7 @@ void check_index(const std::string& name, const at::Tensor& index, int64_t size,
                 << " is out of bounds for " << where << " with size " << size << note;
             if (index_error) TORCH_CHECK_INDEX(false, msg.str());
             TORCH_CHECK(false, msg.str());
-          }});
+          });
 }
 
 // The kIndexedOps entry for overload |name| ("aten::gather.out"), or null.
@@ -543,13 +558,13 @@ void check_nll_targets(const std::string& name, Args args) {
       !at::isIntegralType(target.scalar_type(), /*includeBool=*/false))
     return;
   const int64_t classes = self.dim() == 1 ? self.size(0) : self.size(1);
-  submit({{index_range(target, args[4].toInt())},
-          [=](const std::vector<at::Tensor>& host, const char* note) {
+  submit_range(target, args[4].toInt(),
+               [=](const std::vector<at::Tensor>& host, const char* note) {
             const int64_t* r = host[0].const_data_ptr<int64_t>();
             if (r[0] > r[1] || (r[0] >= 0 && r[1] < classes)) return;  // none or all valid
             TORCH_CHECK_INDEX(false, "Target ", r[0] < 0 ? r[0] : r[1], " is out of bounds. (",
                               name, ", ", classes, " classes)", note);
-          }});
+          });
 }
 
 // multinomial's argument checks that read the probabilities: in PyTorch's
@@ -642,6 +657,23 @@ void check_argument_data(const std::string& name, const torch::jit::Stack& args)
   if (is_nll_forward(name)) check_nll_targets(name, a);
   if (is_multinomial(name)) check_multinomial_data(name, a);
   if (is_masked_fill_tensor(name)) check_fill_value_data(name, a);
+}
+
+std::vector<RangeCheck> collect_range_checks(const std::string& name,
+                                             const torch::jit::Stack& args) {
+  std::vector<RangeCheck> found;
+  struct Collect {
+    explicit Collect(std::vector<RangeCheck>* to) { collecting = to; }
+    ~Collect() { collecting = nullptr; }
+  } collect(&found);
+  Args a(args);
+  if (const IndexedOp* e = indexed_op(name)) check_index_bounds(name, *e, a);
+  if (is_nll_forward(name)) check_nll_targets(name, a);
+  return found;
+}
+
+void submit_range_check(const RangeCheck& check, const at::Tensor& range) {
+  submit({{range}, check.judge});
 }
 
 void raise_failed_data_checks() {

@@ -10,7 +10,10 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/stack.h>
 
+#include <functional>
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace torch_tpu {
 
@@ -46,6 +49,22 @@ void check_argument_data(const std::string& name, const torch::jit::Stack& args)
 // Whether overload |name| ("aten::gather.out") has such checks (decided once
 // per op, so other ops pay nothing for them).
 bool has_data_checks(const std::string& name);
+
+// A check of an index tensor's entries (their least and greatest, as
+// tpu::index_range computes them) found while lowering an op into a
+// compiled graph: the graph computes the range as an extra output, and each
+// run queues |judge| on it as strict eager queues its own checks.
+struct RangeCheck {
+  at::Tensor index;              // the op's index argument (a stand-in)
+  std::optional<int64_t> ignore;  // entries equal to it are left out
+  std::function<void(const std::vector<at::Tensor>& host, const char* note)> judge;
+};
+// The index and class-target checks PyTorch's CPU kernel makes for |name|
+// on |args| (stand-in tensors).
+std::vector<RangeCheck> collect_range_checks(const std::string& name,
+                                             const torch::jit::Stack& args);
+// Queues |check|'s judge on |range|, the s64[2] a compiled run computed.
+void submit_range_check(const RangeCheck& check, const at::Tensor& range);
 
 // Judges the data checks still waiting and throws the first failure's
 // exception. Called wherever the host waits for the device anyway: reads to

@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "aten/ArgChecks.h"
 #include "aten/ArgConvert.h"
 #include "aten/TensorRef.h"
 #include "compile/Program.h"
@@ -162,9 +163,11 @@ class Program {
     int gen_index = -1;
     std::vector<tpr_eager_arg_t> eargs(args.size());
     std::vector<tpr_arg_t> cargs(args.size());
+    torch::jit::Stack stack;
     for (size_t i = 0; i < args.size(); i++) {
       const auto& sa = schema.arguments()[i];
       c10::IValue v = torch::jit::toIValue(args[i], sa.real_type());
+      stack.push_back(v);
       tpr_eager_arg_t& ea = eargs[i];
       std::memset(&ea, 0, sizeof ea);
       convert_arg(store, sink, sa, v, full.c_str(), ea, has_generator);
@@ -191,6 +194,7 @@ class Program {
                            out_types.data(), static_cast<int32_t>(out_types.size()),
                            outs.data()};
     check(tpr_lower(&ctx));
+    if (has_data_checks(full)) add_range_checks(full, stack, ids);
     return {outs.begin(), outs.end()};
   }
 
@@ -252,6 +256,10 @@ class Program {
   }
 
   bool compile(const std::string& name) {
+    if (num_user_outputs_ < 0) {  // the checks' ranges follow the graph's outputs
+      num_user_outputs_ = static_cast<int>(out_dtypes_.size());
+      for (const auto& c : checks_) add_output(c.first, -1, at::kLong);
+    }
     bool compiled = false;
     {
       py::gil_scoped_release nogil;
@@ -303,10 +311,45 @@ class Program {
     // Inputs passed as copies got their new values in the copy.
     for (int i : mutated_)
       if (!args[i].is_same(inputs[i])) inputs[i].copy_(args[i]);
+    if (!checks_.empty()) {
+      for (size_t k = 0; k < checks_.size(); k++)
+        submit_range_check(checks_[k].second, outs[num_user_outputs_ + k]);
+      outs.resize(num_user_outputs_);
+    }
     return outs;
   }
 
  private:
+  // The index and class-target checks of op |full| on |stack| (stand-ins
+  // whose graph values |ids| holds): XLA clamps out-of-range gathers and
+  // drops out-of-range scatters where PyTorch raises, so the graph also
+  // computes each index's range, judged after each run as eager judges
+  // its own (at the host's next wait for the device).
+  void add_range_checks(const std::string& full, const torch::jit::Stack& stack,
+                        const std::unordered_map<const void*, tpr_value_t>& ids) {
+    // Unsafe indexing is made by decompositions whose indices are in range.
+    if (full.rfind("aten::_unsafe", 0) == 0) return;
+    tpr_graph_t* g = tpr_program_graph(p_);
+    for (auto& c : collect_range_checks(full, stack)) {
+      auto it = ids.find(c.index.unsafeGetTensorImpl());
+      if (it == ids.end()) continue;  // a constant index
+      tpr_arg_t a[3];
+      std::memset(a, 0, sizeof a);
+      a[0].kind = TPR_ARG_TENSOR;
+      a[0].value = it->second;
+      a[1].kind = TPR_ARG_INT;
+      a[1].i = c.ignore.value_or(0);
+      a[2].kind = TPR_ARG_BOOL;
+      a[2].b = c.ignore.has_value();
+      int64_t two = 2;
+      tpr_type_t range_type = tpr_type_make(TPR_DTYPE_S64, 1, &two);
+      tpr_value_t range = TPR_VALUE_NONE;
+      tpr_lower_ctx_t ctx = {g, "tpu::index_range", a, 3, &range_type, 1, &range};
+      check(tpr_lower(&ctx));
+      checks_.emplace_back(range, std::move(c));
+    }
+  }
+
   // This run's generator state (seed, offset) on |device|; advances the
   // device's default generator past the counters the run draws.
   at::Tensor reserve_draws(c10::Device device) {
@@ -347,6 +390,8 @@ class Program {
   std::vector<tpr_value_t> inputs_;
   std::vector<int> mutated_;                  // input of each mutation output
   std::vector<c10::ScalarType> out_dtypes_;   // of each fresh output
+  std::vector<std::pair<tpr_value_t, RangeCheck>> checks_;  // range value, judge
+  int num_user_outputs_ = -1;                 // fresh outputs before the ranges
   std::vector<std::vector<int64_t>> out_shapes_;
 };
 

@@ -971,3 +971,57 @@ def test_as_strided_of_a_view_with_gaps_that_is_the_view_itself():
     x = torch.randn(2, 3, 8)
     got = torch.compile(_window_is_the_input, backend="tpu")(x.to("tpu"))
     assert torch.equal(got.cpu(), _window_is_the_input(x))
+
+
+@pytest.mark.parametrize("case", ["embedding", "index_select", "gather", "index", "nll_targets",
+                                  "scatter_add"])
+def test_out_of_range_indices_in_compiled_graphs_raise_at_the_next_sync(tpu, case):
+    """XLA clamps out-of-range gathers and drops out-of-range scatters; a
+    compiled graph computes each index's range too and raises the CPU's
+    exception where the host next waits, as strict eager does."""
+    x = torch.arange(20.0).reshape(5, 4)
+    fns = {
+        "embedding": lambda x, i: torch.nn.functional.embedding(i, x),
+        "index_select": lambda x, i: x.index_select(0, i),
+        "gather": lambda x, i: x.gather(0, i.reshape(-1, 1).expand(-1, 4)),
+        "index": lambda x, i: x[i] * 2,
+        "nll_targets": lambda x, i: torch.nn.functional.cross_entropy(x[:2, :], i),
+        "scatter_add": lambda x, i: x.scatter_add(0, i.reshape(-1, 1).expand(-1, 4),
+                                                  torch.ones(2, 4)),
+    }
+    fn = fns[case]
+    good, bad = torch.tensor([1, 3]), torch.tensor([1, 7 if case != "nll_targets" else 4])
+    with pytest.raises((IndexError, RuntimeError)) as cpu:
+        fn(x, bad)
+    compiled = torch.compile(fn, backend="tpu")
+    xt = x.to(tpu)
+    if case == "scatter_add":  # the update's shape comes from the index
+        compiled = torch.compile(lambda x, i: x.scatter_add(
+            0, i.reshape(-1, 1).expand(-1, 4), torch.ones(2, 4, device=x.device)), backend="tpu")
+    torch.testing.assert_close(compiled(xt, good.to(tpu)).cpu(), fn(x, good))
+    r = compiled(xt, bad.to(tpu))  # returns: the check waits for the host's next wait
+    with pytest.raises(cpu.type, match="out of bounds"):
+        r.cpu()
+    # The device and the compiled graph stay usable.
+    torch.testing.assert_close(compiled(xt, good.to(tpu)).cpu(), fn(x, good))
+
+
+def test_compiled_graphs_loaded_from_the_cache_check_indices(tmp_path):
+    code = textwrap.dedent("""
+        import torch, torch_tpu
+        emb = torch.nn.Embedding(10, 4).to("tpu")
+        step = torch.compile(lambda i: emb(i).sum(), backend="tpu")
+        step(torch.tensor([1, 2], device="tpu")).backward()
+        try:
+            step(torch.tensor([1, 12], device="tpu")).item()
+            print("NOT RAISED")
+        except IndexError as e:
+            print("RAISED", "index 12 is out of bounds" in str(e))
+        print("LOADS", torch.tpu._get_cache_stats()["compiled_cache_loads"])
+    """)
+    env = {"TORCH_TPU_CACHE_DIR": str(tmp_path)}
+    for expect_loads in (False, True):
+        r = run_python(code, env=env, timeout=300)
+        assert r.returncode == 0, r.stderr[-3000:]
+        assert "RAISED True" in r.stdout, r.stdout
+        assert (int(r.stdout.split("LOADS")[1].split()[0]) > 0) == expect_loads
