@@ -1,8 +1,10 @@
 // Whole-graph programs (torch.compile): one graph built by the caller on
 // dense inputs, compiled through the eager executor's caches, run on
 // storages with in-place updates of mutated inputs by donation.
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "eager/internal.h"
 #include "tpr/program.h"
@@ -25,7 +27,21 @@ struct tpr_program {
   int num_checks;
   bool sealed;            // results added (a failed compile may be retried)
   tpr_executable_t* exe;  // retained; NULL until compiled
+  struct background* bg;  // a compile started by tpr_program_compile_start
 };
+
+// A compile on a thread of its own: XLA compiles one program on one core,
+// so a forward and a backward compiled side by side take the time of the
+// longer one. The executor lock is not held while XLA compiles.
+typedef struct background {
+  pthread_t thread;
+  uint64_t key[2];
+  char* text;  // StableHLO, owned
+  size_t len;
+  char name[128];
+  tpr_executable_t* exe;  // the result, or NULL with |status|
+  tpr_status_t status;
+} background_t;
 
 static tpr_program_stats_t stats;  // guarded by the executor lock
 
@@ -63,8 +79,18 @@ tpr_status_t tpr_program_create(const tpr_type_t* input_types, int num_inputs,
   return tpr_graph_status(p->graph);
 }
 
+static void background_free(background_t* b) {
+  if (!b) return;
+  pthread_join(b->thread, NULL);
+  tpr_executable_release(b->exe);
+  tpr_status_free(b->status);
+  tpr_free(b->text);
+  tpr_free(b);
+}
+
 void tpr_program_free(tpr_program_t* p) {
   if (!p) return;
+  background_free(p->bg);
   tpr_graph_free(p->graph);
   tpr_executable_release(p->exe);
   tpr_free(p->input_types);
@@ -154,9 +180,92 @@ static tpr_status_t seal(tpr_program_t* p) {
   return take_checks(p);
 }
 
+static double now_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void* background_compile(void* arg) {
+  background_t* b = arg;
+  double t0 = now_seconds();
+  b->status = tpr_executable_compile(tpr_eager_client(), b->text, b->len, &b->exe);
+  if (tpr_status_is_ok(b->status) && getenv("TORCH_TPU_LOG_COMPILES"))
+    fprintf(stderr, "torch_tpu: compiled %s (%zu bytes of StableHLO, in the background) "
+                    "in %.1f ms\n", b->name, b->len, 1e3 * (now_seconds() - t0));
+  return NULL;
+}
+
+tpr_status_t tpr_program_compile_start(tpr_program_t* p, const char* name) {
+  if (p->exe || p->bg || tpr_tierup_enabled()) return tpr_ok_status();
+  if (!tpr_eager_client())
+    return TPR_ERR(FAILED_PRECONDITION, "the tpu runtime is not initialized");
+  if (!p->sealed) TPR_RETURN_IF_ERROR(seal(p));
+  TPR_RETURN_IF_ERROR(tpr_graph_status(p->graph));
+  background_t* b = tpr_calloc(1, sizeof *b);
+  if (!b) return TPR_ERR(RESOURCE_EXHAUSTED, "out of host memory");
+  tpr_graph_hash(p->graph, b->key);
+  tpr_eager_lock();
+  bool cached = tpr_exec_cache_find(b->key) != NULL;
+  if (!cached) {
+    // A disk hit is quick: it goes to the memory cache for compile() to find.
+    tpr_executable_t* exe = NULL;
+    tpr_status_t s = tpr_disk_cache_load(b->key, &exe);
+    if (tpr_status_is_ok(s)) {
+      cached = true;
+      tpr_status_free(tpr_exec_cache_insert(b->key, exe, 16 + tpr_graph_num_nodes(p->graph)));
+      tpr_executable_release(exe);
+    }
+    tpr_status_free(s);
+  }
+  tpr_eager_unlock();
+  tpr_status_t s = cached ? tpr_ok_status()
+                          : tpr_graph_emit_stablehlo(p->graph, &b->text, &b->len);
+  if (!cached && tpr_status_is_ok(s)) {
+    snprintf(b->name, sizeof b->name, "%s", name ? name : "a program");
+    if (pthread_create(&b->thread, NULL, background_compile, b) == 0) {
+      p->bg = b;
+      return tpr_ok_status();
+    }
+  }
+  tpr_free(b->text);
+  tpr_free(b);
+  return s;  // errors of the emission surface again at compile()
+}
+
+// Waits for |p|'s background compile and, if it succeeded, makes its
+// executable the program's (through the caches, as a compile here would).
+static void finish_background(tpr_program_t* p, bool* out_compiled) {
+  background_t* b = p->bg;
+  p->bg = NULL;
+  pthread_join(b->thread, NULL);
+  if (b->exe) {
+    tpr_eager_lock();
+    tpr_executable_t* exe = tpr_exec_cache_find(b->key);
+    if (!exe) {
+      tpr_disk_cache_store(b->key, b->exe);
+      if (tpr_status_is_ok(tpr_exec_cache_insert(b->key, b->exe,
+                                                 16 + tpr_graph_num_nodes(p->graph))))
+        exe = b->exe;
+      if (out_compiled) *out_compiled = true;
+      stats.programs_compiled++;
+    } else {
+      stats.programs_cached++;
+    }
+    p->exe = tpr_executable_retain(exe ? exe : b->exe);
+    tpr_eager_unlock();
+  }
+  // A failed compile is made again by the caller, which reports its error.
+  tpr_executable_release(b->exe);
+  tpr_status_free(b->status);
+  tpr_free(b->text);
+  tpr_free(b);
+}
+
 tpr_status_t tpr_program_compile(tpr_program_t* p, const char* name,
                                  bool* out_compiled) {
   if (out_compiled) *out_compiled = false;
+  if (p->bg) finish_background(p, out_compiled);
   if (p->exe) return tpr_ok_status();
   if (!tpr_eager_client())
     return TPR_ERR(FAILED_PRECONDITION, "the tpu runtime is not initialized");

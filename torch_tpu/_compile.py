@@ -619,9 +619,10 @@ class _Builder:
                 raise TpuCompileError(f"{self.name}: unsupported FX node {node.op} {node.target}")
         return outputs
 
-    def build(self, lazy=False):
+    def build(self, lazy=False, background=False):
         """The graph as a TpuOutputCode; |lazy|: its executable is fetched at
-        the first call."""
+        the first call; |background|: and XLA starts compiling it now, on a
+        thread of its own."""
         t0 = time.perf_counter()
         outputs = self._lower_nodes()
         layout, fresh = [], 0
@@ -653,6 +654,8 @@ class _Builder:
         _add_seconds("lower_seconds", time.perf_counter() - t0)  # FX graph to program, no XLA
         if not lazy:
             code._ensure()
+        elif background:
+            self.prog.prog.compile_start(self.name)
         return code
 
 
@@ -685,16 +688,24 @@ def _runner(prog, layout, baked):
     return run
 
 
+# The forward whose XLA compile runs while AOTAutograd lowers its backward.
+_forward_compiling = threading.local()
+
+
 def _compile_graph(gm, example_inputs, kind):
     from torch._subclasses.fake_tensor import unset_fake_temporarily
 
     t0 = time.perf_counter()
     name = f"compiled_{kind}_{len(list(gm.graph.nodes))}nodes"
     with unset_fake_temporarily():  # constants and stand-ins are real tensors
-        # The backward's executable waits for the first backward, as it would
-        # if AOTAutograd compiled the backward lazily.
+        # A training graph's forward and backward compile side by side, each
+        # on a thread of its own (XLA compiles a program on one core). The
+        # backward's executable is awaited at the first backward, as if
+        # AOTAutograd compiled it lazily; the forward's before the backward's
+        # lowering returns, so its errors still belong to torch.compile.
         try:
-            compiled = _Builder(gm, example_inputs, name).build(lazy=kind == "backward")
+            compiled = _Builder(gm, example_inputs, name).build(
+                lazy=kind != "inference", background=kind != "inference")
         except TpuCompileError as e:
             if kind != "backward":
                 raise
@@ -703,6 +714,13 @@ def _compile_graph(gm, example_inputs, kind):
             from ._compile_cache import FailedOutputCode
 
             compiled = FailedOutputCode(e)
+        finally:
+            forward = getattr(_forward_compiling, "code", None)
+            _forward_compiling.code = None
+        if kind == "forward":
+            _forward_compiling.code = compiled
+        elif forward is not None:
+            forward._ensure()
     _add_seconds("seconds", time.perf_counter() - t0)
     return compiled
 

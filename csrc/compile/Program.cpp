@@ -255,11 +255,16 @@ class Program {
     out_shapes_.emplace_back(t->dims, t->dims + t->rank);
   }
 
+  // Starts XLA's compile on a thread of its own (see tpr_program_compile_start);
+  // compile() waits for it.
+  void compile_start(const std::string& name) {
+    seal_outputs();
+    py::gil_scoped_release nogil;
+    check(tpr_program_compile_start(p_, name.c_str()));
+  }
+
   bool compile(const std::string& name) {
-    if (num_user_outputs_ < 0) {  // the checks' ranges follow the graph's outputs
-      num_user_outputs_ = static_cast<int>(out_dtypes_.size());
-      for (const auto& c : checks_) add_output(c.first, -1, at::kLong);
-    }
+    seal_outputs();
     bool compiled = false;
     {
       py::gil_scoped_release nogil;
@@ -320,6 +325,13 @@ class Program {
   }
 
  private:
+  void seal_outputs() {
+    if (num_user_outputs_ >= 0) return;
+    // The checks' ranges follow the graph's outputs.
+    num_user_outputs_ = static_cast<int>(out_dtypes_.size());
+    for (const auto& c : checks_) add_output(c.first, -1, at::kLong);
+  }
+
   // The index and class-target checks of op |full| on |stack| (stand-ins
   // whose graph values |ids| holds): XLA clamps out-of-range gathers and
   // drops out-of-range scatters where PyTorch raises, so the graph also
@@ -410,6 +422,7 @@ void init_program_bindings(py::module& m) {
       .def("set_dimension_size", &Program::set_dimension_size)
       .def("set_dimension_static", &Program::set_dimension_static)
       .def("add_output", &Program::add_output)
+      .def("compile_start", &Program::compile_start)
       .def("compile", &Program::compile)
       .def("run", &Program::run);
 }

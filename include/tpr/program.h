@@ -54,6 +54,12 @@ int tpr_program_num_outputs(const tpr_program_t* program);
 const tpr_type_t* tpr_program_output_type(const tpr_program_t* program,
                                           int index);
 
+// Starts compiling the program on a thread of its own when no cache holds
+// its executable (nothing to do under tiered compilation); the program's
+// graph is sealed. tpr_program_compile then waits for it. Errors surface at
+// tpr_program_compile.
+tpr_status_t tpr_program_compile_start(tpr_program_t* program, const char* name);
+
 // Checks the graph and gets its executable (memory cache, disk cache, or a
 // compile). |name| names the program in compile logs and errors. Sets
 // *out_compiled when the plugin compiled it (no cached executable).

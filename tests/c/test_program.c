@@ -100,6 +100,63 @@ TPR_TEST(program_runs_and_updates_inputs_in_place) {
   tpr_program_free(p);
 }
 
+// y = a * k: a graph of its own per |k|.
+static tpr_status_t build_scale(double k, tpr_program_t** out) {
+  tpr_type_t t = tpr_type_make(TPR_DTYPE_F32, 1, (int64_t[]){4});
+  tpr_value_t in;
+  TPR_RETURN_IF_ERROR(tpr_program_create(&t, 1, out, &in));
+  tpr_graph_t* g = tpr_program_graph(*out);
+  tpr_value_t kv = tpr_broadcast_to(g, tpr_constant_f64(g, TPR_DTYPE_F32, k), 1, t.dims);
+  return tpr_program_add_output(*out, tpr_binary(g, TPR_BINARY_MUL, in, kv), -1);
+}
+
+TPR_TEST(program_compiles_in_the_background) {
+  CHECK_OK(init_eager());
+  tpr_program_reset_stats();
+  tpr_program_t *p, *q, *r;
+  CHECK_OK(build_scale(3.25, &p));
+  CHECK_OK(build_scale(-1.5, &q));
+  CHECK_OK(tpr_program_compile_start(p, "scale_a"));
+  CHECK_OK(tpr_program_compile_start(q, "scale_b"));  // both compile at once
+  CHECK_OK(tpr_program_compile_start(p, "scale_a"));  // started already: nothing
+  bool compiled = false;
+  CHECK_OK(tpr_program_compile(p, "scale_a", &compiled));
+  CHECK(compiled);
+  CHECK_OK(tpr_program_compile(q, "scale_b", &compiled));
+  CHECK(compiled);
+  float av[4] = {1, 2, -3, 4}, got[4];
+  tpr_storage_t *a, *y;
+  CHECK_OK(tpr_storage_create(0, sizeof av, &a));
+  CHECK_OK(tpr_storage_create(0, sizeof got, &y));
+  tpr_tensor_ref_t ar = {a, TPR_DTYPE_F32, 1, {4}, {1}, 0};
+  tpr_tensor_ref_t yr = {y, TPR_DTYPE_F32, 1, {4}, {1}, 0};
+  CHECK_OK(tpr_tensor_write_host(&ar, av, sizeof av));
+  tpr_storage_t* ins[1] = {a};
+  tpr_storage_t* outs[1] = {y};
+  CHECK_OK(tpr_program_run(q, 0, ins, outs));
+  CHECK_OK(tpr_tensor_read_host(&yr, got, sizeof got));
+  for (int i = 0; i < 4; i++) CHECK(got[i] == av[i] * -1.5f);
+  CHECK_OK(tpr_eager_synchronize(0));
+  tpr_storage_release(a);
+  tpr_storage_release(y);
+  tpr_program_free(p);
+  tpr_program_free(q);
+  tpr_test_keep_allocations();  // the executable cache lives for the process
+  // The executable went to the cache: the same graph again compiles nothing.
+  CHECK_OK(build_scale(3.25, &r));
+  CHECK_OK(tpr_program_compile_start(r, "scale_a"));
+  CHECK_OK(tpr_program_compile(r, "scale_a", &compiled));
+  CHECK(!compiled);
+  tpr_program_stats_t st;
+  tpr_program_get_stats(&st);
+  CHECK(st.programs_compiled == 2 && st.programs_cached == 1);
+  tpr_program_free(r);
+  // Freed while its compile runs: the compile is awaited and dropped.
+  CHECK_OK(build_scale(7.75, &r));
+  CHECK_OK(tpr_program_compile_start(r, "scale_c"));
+  tpr_program_free(r);
+}
+
 TPR_TEST(program_rejects_bad_outputs) {
   tpr_type_t t = tpr_type_make(TPR_DTYPE_F32, 1, (int64_t[]){4});
   tpr_type_t u = tpr_type_make(TPR_DTYPE_S32, 1, (int64_t[]){4});
