@@ -142,7 +142,7 @@ PYBIND11_MODULE(_C, m) {
   });
   m.def("_wait_for_upgrades", [](double timeout) {
     py::gil_scoped_release nogil;
-    return tpr_eager_wait_for_upgrades(timeout);
+    return tpr_program_wait_for_compiles(timeout) && tpr_eager_wait_for_upgrades(timeout);
   });
   m.def("_device_kind", [](int d) {
     check_device_index(static_cast<c10::DeviceIndex>(d));

@@ -186,6 +186,12 @@ static double now_seconds(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+// Background compiles in flight, which exit waits for (XLA's compiler must
+// not run while the process tears its state down).
+static pthread_mutex_t bg_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t bg_idle = PTHREAD_COND_INITIALIZER;
+static int bg_running;
+
 static void* background_compile(void* arg) {
   background_t* b = arg;
   double t0 = now_seconds();
@@ -193,7 +199,33 @@ static void* background_compile(void* arg) {
   if (tpr_status_is_ok(b->status) && getenv("TORCH_TPU_LOG_COMPILES"))
     fprintf(stderr, "torch_tpu: compiled %s (%zu bytes of StableHLO, in the background) "
                     "in %.1f ms\n", b->name, b->len, 1e3 * (now_seconds() - t0));
+  pthread_mutex_lock(&bg_lock);
+  bg_running--;
+  pthread_cond_broadcast(&bg_idle);
+  pthread_mutex_unlock(&bg_lock);
   return NULL;
+}
+
+bool tpr_program_wait_for_compiles(double timeout_seconds) {
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  double whole = (double)(int64_t)timeout_seconds;
+  until.tv_sec += (time_t)whole;
+  until.tv_nsec += (long)((timeout_seconds - whole) * 1e9);
+  if (until.tv_nsec >= 1000000000L) {
+    until.tv_sec++;
+    until.tv_nsec -= 1000000000L;
+  }
+  pthread_mutex_lock(&bg_lock);
+  while (bg_running) {
+    if (timeout_seconds <= 0)
+      pthread_cond_wait(&bg_idle, &bg_lock);
+    else if (pthread_cond_timedwait(&bg_idle, &bg_lock, &until) != 0)
+      break;
+  }
+  bool done = bg_running == 0;
+  pthread_mutex_unlock(&bg_lock);
+  return done;
 }
 
 tpr_status_t tpr_program_compile_start(tpr_program_t* p, const char* name) {
@@ -223,10 +255,16 @@ tpr_status_t tpr_program_compile_start(tpr_program_t* p, const char* name) {
                           : tpr_graph_emit_stablehlo(p->graph, &b->text, &b->len);
   if (!cached && tpr_status_is_ok(s)) {
     snprintf(b->name, sizeof b->name, "%s", name ? name : "a program");
+    pthread_mutex_lock(&bg_lock);
+    bg_running++;
+    pthread_mutex_unlock(&bg_lock);
     if (pthread_create(&b->thread, NULL, background_compile, b) == 0) {
       p->bg = b;
       return tpr_ok_status();
     }
+    pthread_mutex_lock(&bg_lock);
+    bg_running--;
+    pthread_mutex_unlock(&bg_lock);
   }
   tpr_free(b->text);
   tpr_free(b);

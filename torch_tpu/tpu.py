@@ -298,7 +298,9 @@ def is_current_stream_capturing():
 # -- diagnostics -----------------------------------------------------------------
 
 def wait_for_compiles(timeout=None):
-    """Waits until every program is running its fully optimised code.
+    """Waits until every program is running its fully optimised code, and
+    until the XLA compiles torch.compile started in the background (a
+    training graph's backward) are done.
 
     With TORCH_TPU_TIERED_COMPILE=1, a program the process has not seen
     before is first compiled quickly at a lower optimisation level and runs

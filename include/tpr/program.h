@@ -59,6 +59,9 @@ const tpr_type_t* tpr_program_output_type(const tpr_program_t* program,
 // graph is sealed. tpr_program_compile then waits for it. Errors surface at
 // tpr_program_compile.
 tpr_status_t tpr_program_compile_start(tpr_program_t* program, const char* name);
+// Waits until no such compile runs (|timeout_seconds| <= 0: however long it
+// takes); false if the time passed first.
+bool tpr_program_wait_for_compiles(double timeout_seconds);
 
 // Checks the graph and gets its executable (memory cache, disk cache, or a
 // compile). |name| names the program in compile logs and errors. Sets

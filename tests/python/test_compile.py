@@ -1025,3 +1025,20 @@ def test_compiled_graphs_loaded_from_the_cache_check_indices(tmp_path):
         assert r.returncode == 0, r.stderr[-3000:]
         assert "RAISED True" in r.stdout, r.stdout
         assert (int(r.stdout.split("LOADS")[1].split()[0]) > 0) == expect_loads
+
+
+def test_exit_while_the_backward_compiles_in_the_background(tmp_path):
+    """A training graph's backward starts compiling in the background; a
+    process that ends before any backward waits for that compile at exit
+    instead of tearing XLA down under it."""
+    code = textwrap.dedent("""
+        import torch, torch_tpu
+        m = torch.nn.Sequential(*[torch.nn.Linear(64, 64) for _ in range(6)]).to("tpu")
+        y = torch.compile(m, backend="tpu")(torch.randn(8, 64, device="tpu"))
+        print("FORWARD", tuple(y.shape), y.requires_grad)
+    """)
+    r = run_python(code, env={"TORCH_TPU_CACHE_DIR": str(tmp_path),
+                              "TORCH_TPU_LOG_COMPILES": "1"}, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "FORWARD (8, 64) True" in r.stdout
+    assert "in the background" in r.stderr  # the forward and backward both were
