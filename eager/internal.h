@@ -46,6 +46,10 @@ tpr_status_t tpr_eager_get_executable_locked(tpr_graph_t* graph,
 // program |exe| was compiled from at the first tier) and upgrades |exe| in
 // the background, then stores it on disk under |key|; lock held.
 bool tpr_tierup_enabled(void);
+// Waits until *|count| (guarded by |mu|, |changed| signalled as it falls) is
+// 0; |timeout_seconds| <= 0: however long it takes. False if the time passed.
+bool tpr_wait_for_zero(pthread_mutex_t* mu, pthread_cond_t* changed, const int* count,
+                       double timeout_seconds);
 tpr_status_t tpr_tierup_enqueue(const uint64_t key[2], tpr_executable_t* exe, char* text,
                                 size_t len);
 

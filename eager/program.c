@@ -207,25 +207,7 @@ static void* background_compile(void* arg) {
 }
 
 bool tpr_program_wait_for_compiles(double timeout_seconds) {
-  struct timespec until;
-  clock_gettime(CLOCK_REALTIME, &until);
-  double whole = (double)(int64_t)timeout_seconds;
-  until.tv_sec += (time_t)whole;
-  until.tv_nsec += (long)((timeout_seconds - whole) * 1e9);
-  if (until.tv_nsec >= 1000000000L) {
-    until.tv_sec++;
-    until.tv_nsec -= 1000000000L;
-  }
-  pthread_mutex_lock(&bg_lock);
-  while (bg_running) {
-    if (timeout_seconds <= 0)
-      pthread_cond_wait(&bg_idle, &bg_lock);
-    else if (pthread_cond_timedwait(&bg_idle, &bg_lock, &until) != 0)
-      break;
-  }
-  bool done = bg_running == 0;
-  pthread_mutex_unlock(&bg_lock);
-  return done;
+  return tpr_wait_for_zero(&bg_lock, &bg_idle, &bg_running, timeout_seconds);
 }
 
 tpr_status_t tpr_program_compile_start(tpr_program_t* p, const char* name) {

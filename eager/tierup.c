@@ -122,7 +122,8 @@ tpr_status_t tpr_tierup_enqueue(const uint64_t key[2], tpr_executable_t* exe, ch
   return tpr_ok_status();
 }
 
-bool tpr_eager_wait_for_upgrades(double timeout_seconds) {
+bool tpr_wait_for_zero(pthread_mutex_t* mu, pthread_cond_t* changed, const int* count,
+                       double timeout_seconds) {
   struct timespec until;
   clock_gettime(CLOCK_REALTIME, &until);
   if (timeout_seconds > 0) {
@@ -134,16 +135,20 @@ bool tpr_eager_wait_for_upgrades(double timeout_seconds) {
       until.tv_nsec -= 1000000000L;
     }
   }
-  pthread_mutex_lock(&lock);
-  while (unfinished) {
+  pthread_mutex_lock(mu);
+  while (*count) {
     if (timeout_seconds <= 0)
-      pthread_cond_wait(&idle, &lock);
-    else if (pthread_cond_timedwait(&idle, &lock, &until) != 0)
+      pthread_cond_wait(changed, mu);
+    else if (pthread_cond_timedwait(changed, mu, &until) != 0)
       break;
   }
-  bool done = unfinished == 0;
-  pthread_mutex_unlock(&lock);
+  bool done = *count == 0;
+  pthread_mutex_unlock(mu);
   return done;
+}
+
+bool tpr_eager_wait_for_upgrades(double timeout_seconds) {
+  return tpr_wait_for_zero(&lock, &idle, &unfinished, timeout_seconds);
 }
 
 void tpr_eager_get_tierup_stats(tpr_tierup_stats_t* out) {
