@@ -699,7 +699,7 @@ def _compile_graph(gm, example_inputs, kind):
     name = f"compiled_{kind}_{len(list(gm.graph.nodes))}nodes"
     with unset_fake_temporarily():  # constants and stand-ins are real tensors
         # A training graph's forward and backward compile side by side, each
-        # on a thread of its own (XLA compiles a program on one core). The
+        # on a thread of its own (a compile keeps only part of the cores busy). The
         # backward's executable is awaited at the first backward, as if
         # AOTAutograd compiled it lazily; the forward's before the backward's
         # lowering returns, so its errors still belong to torch.compile.
