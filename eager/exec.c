@@ -354,10 +354,37 @@ static tpr_status_t check_outs(const tpr_lower_ctx_t* ctx) {
   return tpr_ok_status();
 }
 
-static double now_seconds(void) {
+double tpr_now_seconds(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+tpr_status_t tpr_eager_find_executable_locked(const tpr_graph_t* graph,
+                                              const uint64_t key[2],
+                                              tpr_executable_t** out) {
+  *out = tpr_exec_cache_find(key);
+  if (*out) {
+    stats.cache_hits++;
+    return tpr_ok_status();
+  }
+  stats.cache_misses++;
+  tpr_executable_t* exe = NULL;
+  tpr_status_t s = tpr_disk_cache_load(key, &exe);
+  bool from_disk = tpr_status_is_ok(s);
+  tpr_status_free(s);
+  if (!from_disk) return tpr_ok_status();
+  s = tpr_exec_cache_insert(key, exe, 16 + tpr_graph_num_nodes(graph));
+  tpr_executable_release(exe);  // the cache keeps its own reference
+  if (tpr_status_is_ok(s)) *out = exe;
+  return s;
+}
+
+tpr_status_t tpr_eager_keep_executable_locked(const tpr_graph_t* graph,
+                                              const uint64_t key[2],
+                                              tpr_executable_t* exe) {
+  tpr_disk_cache_store(key, exe);
+  return tpr_exec_cache_insert(key, exe, 16 + tpr_graph_num_nodes(graph));
 }
 
 // The executable for the graph: from memory, else from the disk cache, else
@@ -367,44 +394,35 @@ tpr_status_t tpr_eager_get_executable_locked(tpr_graph_t* graph,
                                              tpr_executable_t** out) {
   uint64_t key[2];
   tpr_graph_hash(graph, key);
-  tpr_executable_t* exe = tpr_exec_cache_find(key);
+  tpr_executable_t* exe = NULL;
+  TPR_RETURN_IF_ERROR(tpr_eager_find_executable_locked(graph, key, &exe));
   if (exe) {
-    stats.cache_hits++;
     *out = exe;
     return tpr_ok_status();
   }
-  stats.cache_misses++;
-  tpr_status_t s = tpr_disk_cache_load(key, &exe);
-  bool from_disk = tpr_status_is_ok(s);
-  tpr_status_free(s);
-  if (!from_disk) {
-    char* text = NULL;
-    size_t len = 0;
-    TPR_RETURN_IF_ERROR(tpr_graph_emit_stablehlo(graph, &text, &len));
-    if (getenv("TORCH_TPU_DUMP_STABLEHLO")) fprintf(stderr, "%s\n", text);
-    double t0 = now_seconds();
-    bool tiered = tpr_tierup_enabled();
-    s = tiered ? tpr_executable_compile_first_tier(tpr_eager_client(), text, len, &exe)
-               : tpr_executable_compile(tpr_eager_client(), text, len, &exe);
-    if (!tpr_status_is_ok(s)) {
-      tpr_free(text);
-      return s;
-    }
-    if (getenv("TORCH_TPU_LOG_COMPILES"))
-      fprintf(stderr, "torch_tpu: compiled %s (%zu bytes of StableHLO%s) in %.1f ms\n",
-              what, len, tiered ? ", first tier" : "", 1e3 * (now_seconds() - t0));
-    if (tiered) {
-      s = tpr_tierup_enqueue(key, exe, text, len);  // takes |text|
-      if (!tpr_status_is_ok(s)) {
-        tpr_executable_release(exe);
-        return s;
-      }
-    } else {
-      tpr_free(text);
-      tpr_disk_cache_store(key, exe);
-    }
+  char* text = NULL;
+  size_t len = 0;
+  TPR_RETURN_IF_ERROR(tpr_graph_emit_stablehlo(graph, &text, &len));
+  if (getenv("TORCH_TPU_DUMP_STABLEHLO")) fprintf(stderr, "%s\n", text);
+  double t0 = tpr_now_seconds();
+  bool tiered = tpr_tierup_enabled();
+  tpr_status_t s = tiered ? tpr_executable_compile_first_tier(tpr_eager_client(), text, len, &exe)
+                          : tpr_executable_compile(tpr_eager_client(), text, len, &exe);
+  if (!tpr_status_is_ok(s)) {
+    tpr_free(text);
+    return s;
   }
-  s = tpr_exec_cache_insert(key, exe, 16 + tpr_graph_num_nodes(graph));
+  if (getenv("TORCH_TPU_LOG_COMPILES"))
+    fprintf(stderr, "torch_tpu: compiled %s (%zu bytes of StableHLO%s) in %.1f ms\n",
+            what, len, tiered ? ", first tier" : "", 1e3 * (tpr_now_seconds() - t0));
+  if (tiered) {
+    s = tpr_tierup_enqueue(key, exe, text, len);  // takes |text|
+    if (tpr_status_is_ok(s))
+      s = tpr_exec_cache_insert(key, exe, 16 + tpr_graph_num_nodes(graph));
+  } else {
+    tpr_free(text);
+    s = tpr_eager_keep_executable_locked(graph, key, exe);
+  }
   tpr_executable_release(exe);  // the cache keeps its own reference
   TPR_RETURN_IF_ERROR(s);
   *out = exe;

@@ -35,6 +35,19 @@ void tpr_exec_cache_set_max_weight(int64_t weight);  // <= 0: default
 size_t tpr_exec_cache_size(void);
 void tpr_exec_cache_clear(void);
 
+// The cached executable for |graph| (hashed to |key|): from the in-memory
+// cache, else the disk cache (then kept in memory too); *out NULL when
+// neither holds it. Borrowed from the cache; lock held.
+tpr_status_t tpr_eager_find_executable_locked(const tpr_graph_t* graph,
+                                              const uint64_t key[2],
+                                              tpr_executable_t** out);
+// Keeps |exe|, compiled from |graph|, in both caches; lock held.
+tpr_status_t tpr_eager_keep_executable_locked(const tpr_graph_t* graph,
+                                              const uint64_t key[2],
+                                              tpr_executable_t* exe);
+// Seconds on a monotonic clock.
+double tpr_now_seconds(void);
+
 // The executable for |graph| (hashed): from the in-memory cache, else the
 // disk cache, else compiled and stored in both. |what| names it in compile
 // logs. The returned executable is borrowed from the cache; lock held.

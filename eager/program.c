@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "eager/internal.h"
 #include "tpr/program.h"
@@ -181,12 +180,6 @@ static tpr_status_t seal(tpr_program_t* p) {
   return take_checks(p);
 }
 
-static double now_seconds(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 // Background compiles in flight, which exit waits for (XLA's compiler must
 // not run while the process tears its state down).
 static pthread_mutex_t bg_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -195,11 +188,11 @@ static int bg_running;
 
 static void* background_compile(void* arg) {
   background_t* b = arg;
-  double t0 = now_seconds();
+  double t0 = tpr_now_seconds();
   b->status = tpr_executable_compile(tpr_eager_client(), b->text, b->len, &b->exe);
   if (tpr_status_is_ok(b->status) && getenv("TORCH_TPU_LOG_COMPILES"))
     fprintf(stderr, "torch_tpu: compiled %s (%zu bytes of StableHLO, in the background) "
-                    "in %.1f ms\n", b->name, b->len, 1e3 * (now_seconds() - t0));
+                    "in %.1f ms\n", b->name, b->len, 1e3 * (tpr_now_seconds() - t0));
   pthread_mutex_lock(&bg_lock);
   bg_running--;
   pthread_cond_broadcast(&bg_idle);
@@ -220,23 +213,15 @@ tpr_status_t tpr_program_compile_start(tpr_program_t* p, const char* name) {
   background_t* b = tpr_calloc(1, sizeof *b);
   if (!b) return TPR_ERR(RESOURCE_EXHAUSTED, "out of host memory");
   tpr_graph_hash(p->graph, b->key);
+  // A disk hit is quick: it goes to the memory cache for compile() to find.
+  tpr_executable_t* found = NULL;
   tpr_eager_lock();
-  bool cached = tpr_exec_cache_find(b->key) != NULL;
-  if (!cached) {
-    // A disk hit is quick: it goes to the memory cache for compile() to find.
-    tpr_executable_t* exe = NULL;
-    tpr_status_t s = tpr_disk_cache_load(b->key, &exe);
-    if (tpr_status_is_ok(s)) {
-      cached = true;
-      tpr_status_free(tpr_exec_cache_insert(b->key, exe, 16 + tpr_graph_num_nodes(p->graph)));
-      tpr_executable_release(exe);
-    }
-    tpr_status_free(s);
-  }
+  tpr_status_t s = tpr_eager_find_executable_locked(p->graph, b->key, &found);
   tpr_eager_unlock();
-  tpr_status_t s = cached ? tpr_ok_status()
-                          : tpr_graph_emit_stablehlo(p->graph, &b->text, &b->len);
-  if (!cached && tpr_status_is_ok(s)) {
+  bool start = tpr_status_is_ok(s) && !found;
+  tpr_status_free(s);  // a failure recurs at compile(), which reports it
+  s = start ? tpr_graph_emit_stablehlo(p->graph, &b->text, &b->len) : tpr_ok_status();
+  if (start && tpr_status_is_ok(s)) {
     snprintf(b->name, sizeof b->name, "%s", name ? name : "a program");
     pthread_mutex_lock(&bg_lock);
     bg_running++;
@@ -262,12 +247,11 @@ static void finish_background(tpr_program_t* p, bool* out_compiled) {
   pthread_join(b->thread, NULL);
   if (b->exe) {
     tpr_eager_lock();
-    tpr_executable_t* exe = tpr_exec_cache_find(b->key);
+    tpr_executable_t* exe = tpr_exec_cache_find(b->key);  // compiled meanwhile?
     if (!exe) {
-      tpr_disk_cache_store(b->key, b->exe);
-      if (tpr_status_is_ok(tpr_exec_cache_insert(b->key, b->exe,
-                                                 16 + tpr_graph_num_nodes(p->graph))))
-        exe = b->exe;
+      tpr_status_t s = tpr_eager_keep_executable_locked(p->graph, b->key, b->exe);
+      if (tpr_status_is_ok(s)) exe = b->exe;
+      tpr_status_free(s);
       if (out_compiled) *out_compiled = true;
       stats.programs_compiled++;
     } else {
