@@ -14,6 +14,8 @@ import sys
 import tempfile
 
 STATEMENTS = [
+    "torch.zeros(256, 256, device=d)",
+    "torch.full((256, 256), 2.0, device=d)",
     "torch.randn(256, 256, device=d)",
     "torch.rand(256, 256, device=d)",
     "torch.empty(256, device=d).normal_()",

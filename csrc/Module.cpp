@@ -89,6 +89,7 @@ py::dict runtime_stats() {
   d["cache_evictions"] = e.cache_evictions;
   d["fused_ops"] = e.fused_ops;
   d["fused_graphs"] = e.fused_graphs;
+  d["host_fills"] = e.host_fills;
   d["pending_ops"] = e.pending_ops;
   py::dict cuts;
   for (int c = 0; c < TPR_CUT_COUNT_; c++)

@@ -788,6 +788,57 @@ tpr_status_t tpr_tensor_lend_host(const tpr_tensor_ref_t* ref, void* data,
   return write_host(ref, data, size, on_done, ctx);
 }
 
+// The largest fill made on the host and uploaded. Where device memory is
+// host memory, a fill of 4 KiB to 1 MiB takes 0.006-0.06 ms against the
+// compiled fill's 0.011-0.034 ms (and saves its 20-35 ms compile), a 16 MiB
+// one 4-8x longer than the compiled fill (the host writes it twice, into
+// fresh pages); across a bus only small ones are cheaper than a launch.
+enum { kHostFillMaxBytesCpu = 1 << 20, kHostFillMaxBytesBus = 64 << 10 };
+
+static bool device_memory_is_host_memory(void) {
+  tpr_plugin_info_t info;
+  tpr_plugin_get_info(tpr_client_plugin(tpr_eager_client()), &info);
+  return info.kind == TPR_PLUGIN_KIND_CPU;
+}
+
+tpr_status_t tpr_tensor_fill_host(const tpr_tensor_ref_t* ref, const void* item,
+                                  size_t item_size, bool* filled) {
+  *filled = false;
+  if (!item || item_size != tpr_dtype_size(ref->dtype))
+    return TPR_ERR(INVALID_ARGUMENT, "fill item of %zu bytes for a %s tensor", item_size,
+                   tpr_dtype_name(ref->dtype));
+  size_t nbytes = ref->storage->nbytes;
+  if (tpr_eager_fused() || !tpr_eager_client() || nbytes == 0 || !covers_storage(ref))
+    return tpr_ok_status();
+  if (nbytes > (device_memory_is_host_memory() ? kHostFillMaxBytesCpu : kHostFillMaxBytesBus))
+    return tpr_ok_status();
+  unsigned char* data = tpr_malloc(nbytes);
+  if (!data) return TPR_ERR(RESOURCE_EXHAUSTED, "fill of %zu bytes: out of host memory", nbytes);
+  const unsigned char* b = item;
+  bool bytes_equal = true;
+  for (size_t i = 1; i < item_size; i++) bytes_equal &= b[i] == b[0];
+  if (bytes_equal) {
+    memset(data, b[0], nbytes);
+  } else {  // doubling copies: log2(n) memcpys
+    memcpy(data, item, item_size);
+    for (size_t have = item_size; have < nbytes;) {
+      size_t n = have < nbytes - have ? have : nbytes - have;
+      memcpy(data + have, data, n);
+      have += n;
+    }
+  }
+  tpr_status_t s = write_host(ref, data, nbytes, NULL, NULL);
+  tpr_free(data);
+  if (tpr_status_is_ok(s)) {
+    *filled = true;
+    tpr_eager_lock();
+    stats.ops++;
+    stats.host_fills++;
+    tpr_eager_unlock();
+  }
+  return s;
+}
+
 // The storage's buffer once pending work that writes it has run (a new
 // reference, or NULL if never written).
 static tpr_status_t settled_buffer(tpr_storage_t* storage, tpr_buffer_t** out) {

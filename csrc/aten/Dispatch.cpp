@@ -104,6 +104,7 @@ struct OpInfo {
   std::vector<char> writes;       // per argument
   const ArgChecks* checks = nullptr;  // the CPU kernel's argument checks
   bool data_checks = false;           // check_argument_data applies
+  enum Fill : char { kNoFill, kZero, kFillScalar } fill = kNoFill;  // fill_from_host
 };
 
 const OpInfo& op_info(const c10::OperatorHandle& op) {
@@ -130,6 +131,9 @@ const OpInfo& op_info(const c10::OperatorHandle& op) {
     }
     info.checks = find_arg_checks(op, info.name);
     info.data_checks = has_data_checks(info.name);
+    info.fill = info.name == "aten::zero_"          ? OpInfo::kZero
+                : info.name == "aten::fill_.Scalar" ? OpInfo::kFillScalar
+                                                    : OpInfo::kNoFill;
   }
   if (!info.has_meta)
     info.has_meta = op.hasKernelForDispatchKey(c10::DispatchKey::Meta) ||
@@ -763,6 +767,28 @@ bool run_native(const c10::OperatorHandle& op, torch::jit::Stack* stack,
   return true;
 }
 
+// zero_ and fill_ of a whole storage in strict eager: the value is made on
+// the host (by PyTorch's CPU fill, so it converts as the CPU does) and
+// uploaded, which compiles nothing for a new shape (zeros(), full(), an
+// optimizer's first state). False leaves the fill to the op's program.
+bool fill_from_host(const OpInfo& info, torch::jit::Stack* stack) {
+  const size_t nargs = info.fill == OpInfo::kZero ? 1 : 2;
+  at::Tensor self = (*stack)[stack->size() - nargs].toTensor();
+  if (self.is_conj() || self.is_neg() || !self.is_contiguous()) return false;
+  at::Tensor item = at::empty({}, self.options().device(c10::kCPU));
+  if (info.fill == OpInfo::kZero)
+    item.zero_();
+  else
+    item.fill_(stack->back().toScalar());
+  tpr_tensor_ref_t ref = tensor_ref(self, info.name.c_str());
+  bool filled = false;
+  check(tpr_tensor_fill_host(&ref, item.const_data_ptr(), item.nbytes(), &filled));
+  if (!filled) return false;
+  torch::jit::drop(*stack, nargs);
+  stack->push_back(std::move(self));
+  return true;
+}
+
 // Boolean-mask indices (x[mask], x[mask] = v) have data-dependent shapes:
 // replace each mask by the long indices of its true elements (one sync), as
 // PyTorch's own kernels do, so the op runs natively with fixed shapes.
@@ -795,6 +821,7 @@ void tpu_fallback(const c10::OperatorHandle& op, c10::DispatchKeySet,
   const OpInfo& info = op_info(op);
   const std::string& name = info.name;
   if (info.checks) run_arg_checks(*info.checks, op.schema(), name, *stack, /*resized=*/false);
+  if (info.fill && fill_from_host(info, stack)) return;
   expand_bool_indices(op, info, stack);
   if (info.has_rule) {
     try {

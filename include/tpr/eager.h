@@ -105,6 +105,17 @@ tpr_status_t tpr_tensor_write_host(const tpr_tensor_ref_t* ref,
 tpr_status_t tpr_tensor_lend_host(const tpr_tensor_ref_t* ref, void* data,
                                   size_t size, void (*on_done)(void* ctx),
                                   void* ctx) TPR_MUST_USE_RESULT;
+// Strict eager's fill of a whole storage from the host: |item| (|item_size|
+// bytes, the window's dtype) repeated over it, uploaded instead of run as a
+// program, so a first zeros() or full() of a shape compiles nothing. Sets
+// *filled, or leaves it false for the caller's program to do the fill: in
+// fused mode (a fill costs nothing inside the pending graph), for a window
+// that is not its whole storage, and above a size where the device's own
+// fill is cheaper than the copy (1 MiB where device memory is host memory,
+// 64 KiB across a bus).
+tpr_status_t tpr_tensor_fill_host(const tpr_tensor_ref_t* ref, const void* item,
+                                  size_t item_size, bool* filled)
+    TPR_MUST_USE_RESULT;
 // Copies the window to dense row-major host memory; waits for pending work.
 tpr_status_t tpr_tensor_read_host(const tpr_tensor_ref_t* ref, void* data,
                                   size_t size) TPR_MUST_USE_RESULT;
@@ -239,6 +250,7 @@ typedef struct tpr_eager_stats {
   int64_t cache_evictions;  // executables dropped to stay under the bound
   int64_t fused_ops;       // ops appended to a pending graph in fused mode
   int64_t fused_graphs;    // pending graphs run (one per cut)
+  int64_t host_fills;      // fills uploaded from the host (tpr_tensor_fill_host)
   int64_t cuts[TPR_CUT_COUNT_];  // cuts by cause
   int64_t pending_ops;     // ops waiting in the pending graph now
 } tpr_eager_stats_t;

@@ -77,22 +77,25 @@ static tpr_status_t read_platform(tpr_client_t* c) {
 }
 
 // The CPU plugin's device buffers are heap blocks. glibc maps a block over
-// its mmap threshold afresh and unmaps it on free, and returns the top of a
-// heap to the kernel once it exceeds the trim threshold; a training step
-// frees and allocates megabytes of outputs each time, so it page-faulted
-// them all in again (hundreds to thousands of faults, and milliseconds, per
-// TinyGPT training step). glibc raises both thresholds by itself as it sees
-// large frees, up to 32 MiB and 64 MiB; starting there keeps a step's blocks
-// for the next one, as a device caching allocator would. A user's own
-// MALLOC_* or GLIBC_TUNABLES settings win. tpr_client_empty_cache returns
-// what glibc can.
+// its mmap threshold afresh and unmaps it on free, so a training step that
+// frees and allocates megabytes of outputs page-faulted them all in again
+// (hundreds to thousands of faults, and milliseconds, per TinyGPT training
+// step). glibc raises the threshold by itself as it sees large frees, up to
+// 32 MiB; starting there keeps a step's blocks for the next one, as a device
+// caching allocator would. The trim threshold stays below the 64 MiB a
+// thread's heap grows by: at 64 MiB (glibc's own ceiling) a thread heap's
+// top never shrank, each heap kept the highest point the plugin's threads'
+// outputs ever reached, and a long run's RSS crept up with every new high
+// (+7 MiB over 10,000 AdamW steps, flat at 16 MiB with no cost in speed:
+// docs/figures.md). A user's own MALLOC_* or GLIBC_TUNABLES settings win.
+// tpr_client_empty_cache returns what glibc can.
 static void keep_freed_host_memory(void) {
 #ifdef __GLIBC__
   if (getenv("MALLOC_MMAP_THRESHOLD_") || getenv("MALLOC_TRIM_THRESHOLD_") ||
       getenv("MALLOC_TOP_PAD_") || getenv("GLIBC_TUNABLES"))
     return;
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
-  mallopt(M_TRIM_THRESHOLD, 64 << 20);
+  mallopt(M_TRIM_THRESHOLD, 16 << 20);
 #endif
 }
 

@@ -160,6 +160,49 @@ TPR_TEST(eager_fused_host_write_and_size_limit) {
   CHECK_OK(tpr_eager_trim());
 }
 
+// A whole storage filled from the host: ordered after the work queued
+// before it, a repeated multi-byte item laid out whole (odd count: the
+// doubling copy's last piece is partial); a window, fused mode and a wrong
+// item size leave the fill to the caller.
+TPR_TEST(eager_fill_host_replaces_whole_storages_only) {
+  CHECK_OK(init_context());
+  float av[5] = {1, 2, 3, 4, 5}, out[5];
+  tpr_storage_t *a, *y;
+  CHECK_OK(new_vec(av, 5, &a));
+  CHECK_OK(new_vec(NULL, 5, &y));
+  tpr_tensor_ref_t ra = vec_ref(a, 5), ry = vec_ref(y, 5);
+  tpr_eager_reset_stats();
+  CHECK_OK(binary(lower_add, &ra, &ra, &ry));  // y = 2a, before the fill
+  float item = -1.25f;
+  bool filled = false;
+  CHECK_OK(tpr_tensor_fill_host(&ra, &item, sizeof item, &filled));
+  CHECK(filled);
+  CHECK_OK(tpr_tensor_read_host(&ry, out, sizeof out));
+  for (int i = 0; i < 5; i++) CHECK(out[i] == 2 * av[i]);
+  CHECK_OK(tpr_tensor_read_host(&ra, out, sizeof out));
+  for (int i = 0; i < 5; i++) CHECK(out[i] == item);
+  tpr_eager_stats_t st;
+  tpr_eager_get_stats(&st);
+  CHECK(st.host_fills == 1);
+
+  tpr_tensor_ref_t tail = vec_ref(a, 3);
+  tail.offset = 2;
+  CHECK_OK(tpr_tensor_fill_host(&tail, &item, sizeof item, &filled));
+  CHECK(!filled);
+  CHECK_OK(tpr_eager_set_fused(true));
+  CHECK_OK(tpr_tensor_fill_host(&ra, &item, sizeof item, &filled));
+  CHECK(!filled);
+  CHECK_OK(tpr_eager_set_fused(false));
+  double wide = 0;
+  CHECK_STATUS(tpr_tensor_fill_host(&ra, &wide, sizeof wide, &filled), TPR_INVALID_ARGUMENT);
+  CHECK(!filled);
+  tpr_eager_get_stats(&st);
+  CHECK(st.host_fills == 1);
+  tpr_storage_release(a);
+  tpr_storage_release(y);
+  CHECK_OK(tpr_eager_trim());
+}
+
 // A loop body over vectors a and b: op |k| of |body_len|.
 typedef tpr_status_t (*loop_op_fn)(int k, const tpr_tensor_ref_t* a,
                                    const tpr_tensor_ref_t* b);

@@ -7,6 +7,7 @@ import json
 import pytest
 import torch
 
+import torch_tpu
 from conftest import run_python
 
 FIRST_CALLS = [
@@ -151,3 +152,82 @@ def test_result_metadata_as_on_cpu(name, layout):
     got = fn(x.to("tpu"), y.to("tpu"))
     assert (got.shape, got.dtype, got.stride()) == (want.shape, want.dtype, want.stride())
     torch.testing.assert_close(got.cpu(), want)
+
+
+FILL_DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64,
+               torch.int32, torch.int8, torch.uint8, torch.bool, torch.complex64]
+
+
+@pytest.fixture
+def strict():
+    """Runs the test in strict eager (the suite may run under fused)."""
+    with torch_tpu.execution_mode("strict"):
+        yield
+
+
+@pytest.mark.parametrize("dtype", FILL_DTYPES, ids=str)
+def test_fills_of_whole_tensors_upload_without_a_compile(dtype, strict):
+    """zeros(), full(), zero_() and fill_() of a whole tensor in strict eager
+    are made on the host and uploaded: equal to the CPU's (its own fill
+    converts the value), and no executable is compiled or loaded for them."""
+    value = {torch.bool: True, torch.uint8: 200, torch.int8: -7,
+             torch.complex64: 1.5 - 2j}.get(dtype, -3.25 if dtype.is_floating_point else 12345)
+    torch.tpu.synchronize()
+    before = torch.tpu._get_cache_stats()
+    shape = (3, 5, 7)  # a shape no other test fills
+    got = [torch.zeros(shape, dtype=dtype, device="tpu"),
+           torch.full(shape, value, dtype=dtype, device="tpu"),
+           torch.ones(4, 6, dtype=dtype, device="tpu").fill_(value),
+           torch.ones(4, 6, dtype=dtype, device="tpu").zero_()]
+    want = [torch.zeros(shape, dtype=dtype), torch.full(shape, value, dtype=dtype),
+            torch.ones(4, 6, dtype=dtype).fill_(value), torch.ones(4, 6, dtype=dtype).zero_()]
+    for g, w in zip(got, want):
+        assert torch.equal(g.cpu(), w), (g.cpu(), w)
+    after = torch.tpu._get_cache_stats()
+    # ones() is a fill too: six fills, and no executable was needed.
+    assert after["host_fills"] - before["host_fills"] == 6
+    assert after["cache_misses"] == before["cache_misses"]
+
+
+def test_fills_keep_program_order_and_views(strict):
+    """A host fill replaces the storage's buffer: work queued before it still
+    reads the old value, work after it the new one; a fill of part of a
+    storage (a view), a strided one and one in fused eager stay programs."""
+    a = torch.arange(12.0, device="tpu")
+    b = a * 2            # queued before the fill: reads the old a
+    a.zero_()
+    a.add_(1)
+    c = a * 3            # after it
+    assert torch.equal(b.cpu(), torch.arange(12.0) * 2)
+    assert torch.equal(a.cpu(), torch.ones(12))
+    assert torch.equal(c.cpu(), torch.full((12,), 3.0))
+    x = torch.arange(12.0, device="tpu").reshape(3, 4)
+    fills = torch.tpu._get_cache_stats()["host_fills"]
+    x[1:].fill_(5)
+    x.t()[0].zero_()
+    want = torch.arange(12.0).reshape(3, 4)
+    want[1:] = 5
+    want[:, 0] = 0
+    assert torch.equal(x.cpu(), want)
+    assert torch.tpu._get_cache_stats()["host_fills"] == fills
+    w = torch.ones(3, 4, device="tpu", requires_grad=True)
+    with torch.no_grad():
+        w.zero_()
+    assert w._version == 1 and torch.equal(w.detach().cpu(), torch.zeros(3, 4))
+    fills = torch.tpu._get_cache_stats()["host_fills"]
+    with torch_tpu.execution_mode("fused"):
+        f = torch.ones(2, 9, device="tpu")
+        f.zero_()
+        f.add_(2)
+    assert torch.equal(f.cpu(), torch.full((2, 9), 2.0))
+    assert torch.tpu._get_cache_stats()["host_fills"] == fills
+
+
+def test_fill_values_the_cpu_rejects_still_raise():
+    t = torch.zeros(4, dtype=torch.int8, device="tpu")
+    with pytest.raises(RuntimeError) as tpu_err:
+        t.fill_(1000)
+    with pytest.raises(RuntimeError) as cpu_err:
+        torch.zeros(4, dtype=torch.int8).fill_(1000)
+    assert type(tpu_err.value) is type(cpu_err.value)
+    assert torch.equal(t.cpu(), torch.zeros(4, dtype=torch.int8))
