@@ -931,6 +931,35 @@ tpr_status_t tpr_tensor_host_view(const tpr_tensor_ref_t* ref,
   return tpr_ok_status();
 }
 
+bool tpr_tensor_host_view_ready(const tpr_tensor_ref_t* ref, const void** out_data,
+                                tpr_buffer_t** out_hold) {
+  *out_data = NULL;
+  *out_hold = NULL;
+  int64_t numel = tpr_tensor_ref_numel(ref);
+  if (numel == 0 || !is_contiguous(ref)) return false;
+  tpr_eager_lock();
+  // A storage the pending fused graph writes is not computed yet.
+  tpr_buffer_t* b = find_slot(ref->storage) || ref->storage->lost
+                        ? NULL
+                        : tpr_buffer_retain(ref->storage->buffer);
+  tpr_eager_unlock();
+  const void* base = NULL;
+  bool ok = b && tpr_buffer_is_ready(b) && tpr_buffer_dtype(b) == ref->dtype &&
+            ref->offset >= 0 && ref->offset + numel <= tpr_buffer_numel(b);
+  if (ok) {
+    tpr_status_t s = tpr_buffer_host_pointer(b, &base);  // ready: no wait
+    ok = tpr_status_is_ok(s) && base;
+    tpr_status_free(s);
+  }
+  if (!ok) {
+    tpr_buffer_release(b);
+    return false;
+  }
+  *out_data = (const char*)base + (size_t)ref->offset * tpr_dtype_size(ref->dtype);
+  *out_hold = b;
+  return true;
+}
+
 static tpr_status_t lower_resize(tpr_lower_ctx_t* ctx) {
   tpr_value_t v = ctx->args[0].value;
   int64_t have = tpr_value_type(ctx->graph, v)->dims[0];

@@ -3,6 +3,7 @@
 #include <ATen/MemoryOverlap.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/eq.h>
+#include <ATen/Dispatch.h>
 #include <ATen/ops/stack.h>
 #include <c10/util/Exception.h>
 
@@ -396,10 +397,12 @@ void judge_now(const DataCheck& c, const char* note) {
   c.judge(host, note);
 }
 
-void submit(DataCheck c) {
-  bool on_host = true;
-  for (const auto& v : c.values) on_host = on_host && v.device().is_cpu();
-  if (on_host || tpr_eager_launch_blocking()) {
+// |of_device_data|: the values describe tensors on the device, so they are
+// judged at the next wait like every such check, even where they were
+// computed on the host (index_range over a buffer already in host memory);
+// values of host tensors are judged at once.
+void submit(DataCheck c, bool of_device_data) {
+  if (!of_device_data || tpr_eager_launch_blocking()) {
     judge_now(c, "");
     return;
   }
@@ -413,8 +416,17 @@ void submit(DataCheck c) {
   if (n >= kMaxWaitingChecks) raise_failed_data_checks();
 }
 
+void submit(DataCheck c) {
+  bool on_host = true;
+  for (const auto& v : c.values) on_host = on_host && v.device().is_cpu();
+  submit(std::move(c), !on_host);
+}
+
 // An integer index tensor's least and greatest entries as an s64[2] tensor,
-// entries equal to |ignore| left out: one program on tpu (tpu::index_range).
+// entries equal to |ignore| left out: one program on tpu (tpu::index_range),
+// or, where the index is already computed in host memory (the CPU plugin's
+// buffers; an index uploaded from the host, say), on the CPU from its bytes
+// in place, which compiles nothing and waits for nothing.
 at::Tensor index_range(const at::Tensor& index, std::optional<int64_t> ignore) {
   if (index.device().is_cpu()) {
     at::Tensor x = index.to(at::kLong);
@@ -425,6 +437,29 @@ at::Tensor index_range(const at::Tensor& index, std::optional<int64_t> ignore) {
       hi = x.masked_fill(skip, std::numeric_limits<int64_t>::min());
     }
     return at::stack({lo.min(), hi.max()});
+  }
+  if (at::isIntegralType(index.scalar_type(), /*includeBool=*/false)) {
+    tpr_tensor_ref_t in = tensor_ref(index, "index_range");
+    const void* data = nullptr;
+    tpr_buffer_t* hold = nullptr;
+    if (tpr_tensor_host_view_ready(&in, &data, &hold)) {
+      int64_t lo = std::numeric_limits<int64_t>::max();
+      int64_t hi = std::numeric_limits<int64_t>::min();
+      AT_DISPATCH_INTEGRAL_TYPES(index.scalar_type(), "index_range", [&] {
+        const scalar_t* p = static_cast<const scalar_t*>(data);
+        for (int64_t i = 0, n = index.numel(); i < n; i++) {
+          int64_t v = static_cast<int64_t>(p[i]);
+          if (ignore && v == *ignore) continue;
+          lo = std::min(lo, v);
+          hi = std::max(hi, v);
+        }
+      });
+      tpr_buffer_release(hold);
+      at::Tensor range = at::empty({2}, index.options().device(c10::kCPU).dtype(at::kLong));
+      range.mutable_data_ptr<int64_t>()[0] = lo;
+      range.mutable_data_ptr<int64_t>()[1] = hi;
+      return range;
+    }
   }
   at::Tensor range = at::empty({2}, index.options().dtype(at::kLong));
   tpr_tensor_ref_t in = tensor_ref(index, "index_range");
@@ -456,7 +491,7 @@ void submit_range(const at::Tensor& index, std::optional<int64_t> ignore,
     collecting->push_back({index, ignore, std::move(judge)});
     return;
   }
-  submit({{index_range(index, ignore)}, std::move(judge)});
+  submit({{index_range(index, ignore)}, std::move(judge)}, !index.device().is_cpu());
 }
 
 struct IndexedOp {

@@ -130,6 +130,11 @@ tpr_status_t tpr_tensor_await(const tpr_tensor_ref_t* ref) TPR_MUST_USE_RESULT;
 tpr_status_t tpr_tensor_host_view(const tpr_tensor_ref_t* ref,
                                   const void** out_data,
                                   tpr_buffer_t** out_hold) TPR_MUST_USE_RESULT;
+// As tpr_tensor_host_view, but never waits: true, with the bytes and their
+// hold, only if the window's value is already computed (no pending work
+// writes it, its buffer is ready) and the device offers host pointers.
+bool tpr_tensor_host_view_ready(const tpr_tensor_ref_t* ref, const void** out_data,
+                                tpr_buffer_t** out_hold);
 // Waits until every buffer of the device is ready (torch.tpu.synchronize).
 tpr_status_t tpr_eager_synchronize(int ordinal) TPR_MUST_USE_RESULT;
 

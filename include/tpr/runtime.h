@@ -171,6 +171,9 @@ tpr_status_t tpr_buffer_host_pointer(tpr_buffer_t* buffer,
 
 // Blocks until |buffer| is ready; returns the producing computation's error.
 tpr_status_t tpr_buffer_await(tpr_buffer_t* buffer) TPR_MUST_USE_RESULT;
+// Whether |buffer| holds its value now, computed without error: launched,
+// and its ready event complete. Never waits.
+bool tpr_buffer_is_ready(tpr_buffer_t* buffer);
 
 tpr_buffer_t* tpr_buffer_retain(tpr_buffer_t* buffer);
 void tpr_buffer_release(tpr_buffer_t* buffer);  // NULL is fine

@@ -123,6 +123,11 @@ typedef struct {
 typedef struct { TPR_PJRT_ARGS_HEAD; PJRT_Event* event; }
     PJRT_Event_Destroy_Args;
 typedef struct { TPR_PJRT_ARGS_HEAD; PJRT_Event* event; } PJRT_Event_Await_Args;
+typedef struct {
+  TPR_PJRT_ARGS_HEAD;
+  PJRT_Event* event;
+  bool is_ready;  // out
+} PJRT_Event_IsReady_Args;
 // The callback owns |error| (NULL on success) and must destroy it.
 typedef void (*PJRT_Event_OnReadyCallback)(PJRT_Error* error, void* user_arg);
 typedef struct {
@@ -390,7 +395,7 @@ typedef struct PJRT_Api {
   /*   3 */ TPR_PJRT_FN(Plugin_Initialize);
   /*   4 */ TPR_PJRT_FN(Plugin_Attributes);
   /*   5 */ TPR_PJRT_FN(Event_Destroy);
-  /*   6 */ void* Event_IsReady;
+  /*   6 */ TPR_PJRT_FN(Event_IsReady);
   /*   7 */ void* Event_Error;
   /*   8 */ TPR_PJRT_FN(Event_Await);
   /*   9 */ TPR_PJRT_FN(Event_OnReady);

@@ -234,6 +234,33 @@ tpr_status_t tpr_buffer_await(tpr_buffer_t* buffer) {
   return tpr_pjrt_event_await_destroy(api, a.event);
 }
 
+bool tpr_buffer_is_ready(tpr_buffer_t* buffer) {
+  if (!buffer || tpr_buffer_is_donated(buffer) || !tpr_buffer_launched(buffer) ||
+      !tpr_status_is_ok(buffer->failure) || !buffer->buffer)
+    return false;
+  const PJRT_Api* api = buffer->client->api;
+  PJRT_Buffer_ReadyEvent_Args a = {.struct_size = sizeof a, .buffer = buffer->buffer};
+  tpr_status_t s = tpr_pjrt_status(api, api->Buffer_ReadyEvent(&a));
+  if (!tpr_status_is_ok(s)) {
+    tpr_status_free(s);
+    return false;
+  }
+  PJRT_Event_IsReady_Args r = {.struct_size = sizeof r, .event = a.event};
+  s = tpr_pjrt_status(api, api->Event_IsReady(&r));
+  bool ready = tpr_status_is_ok(s) && r.is_ready;
+  tpr_status_free(s);
+  // A ready event may still carry the computation's error: only an awaited
+  // one says which (tpr_buffer_await, for those that want it).
+  if (ready) {
+    PJRT_Event_Await_Args w = {.struct_size = sizeof w, .event = a.event};
+    tpr_status_t e = tpr_pjrt_status(api, api->Event_Await(&w));
+    ready = tpr_status_is_ok(e);
+    tpr_status_free(e);
+  }
+  tpr_pjrt_event_destroy(api, a.event);
+  return ready;
+}
+
 tpr_status_t tpr_buffer_to_host(tpr_buffer_t* buffer, void* dst,
                                 size_t dst_size) {
   if (!buffer) return TPR_ERR(INVALID_ARGUMENT, "buffer is NULL");

@@ -135,6 +135,8 @@ bool tpr_launcher_bury(tpr_launcher_t* launcher, PJRT_Buffer* buffer);
 void tpr_launcher_drain(tpr_launcher_t* launcher);
 // Waits until the launch that makes |buffer| (buffer->seq) has run.
 void tpr_buffer_resolve_wait(tpr_buffer_t* buffer);
+// Whether |buffer|'s queued execution has been launched (no wait).
+bool tpr_buffer_launched(const tpr_buffer_t* buffer);
 // Queues an execution (arguments already checked); fills |outputs| with
 // pending buffers. *taken false with OK: no thread could be started and
 // the caller must run it itself.

@@ -321,6 +321,10 @@ bool tpr_launcher_bury(tpr_launcher_t* q, PJRT_Buffer* buffer) {
   return taken;
 }
 
+bool tpr_buffer_launched(const tpr_buffer_t* b) {
+  return !b->seq || atomic_load(&b->client->launcher->done_seq) >= b->seq;
+}
+
 void tpr_buffer_resolve_wait(tpr_buffer_t* b) {
   wait_done(b->client->launcher, b->seq);
 }

@@ -203,6 +203,45 @@ TPR_TEST(eager_fill_host_replaces_whole_storages_only) {
   CHECK_OK(tpr_eager_trim());
 }
 
+// A window's bytes in place without a wait: only once its value is
+// computed, never for a result the pending fused graph has yet to make.
+TPR_TEST(eager_host_view_ready_never_waits) {
+  CHECK_OK(init_context());
+  float av[3] = {1, 2, 3};
+  tpr_storage_t *a, *y;
+  CHECK_OK(new_vec(av, 3, &a));
+  CHECK_OK(new_vec(NULL, 3, &y));
+  tpr_tensor_ref_t ra = vec_ref(a, 3), ry = vec_ref(y, 3);
+  CHECK_OK(tpr_tensor_await(&ra));
+  const void* data = NULL;
+  tpr_buffer_t* hold = NULL;
+  bool host_pointers = tpr_tensor_host_view_ready(&ra, &data, &hold);
+  tpr_plugin_info_t info;
+  tpr_plugin_get_info(tpr_client_plugin(tpr_eager_client()), &info);
+  CHECK(host_pointers || info.kind != TPR_PLUGIN_KIND_CPU);  // CPU plugins offer them
+  if (host_pointers) {
+    CHECK(memcmp(data, av, sizeof av) == 0);
+    tpr_buffer_release(hold);
+  }
+  CHECK_OK(tpr_eager_set_fused(true));
+  CHECK_OK(binary(lower_add, &ra, &ra, &ry));  // pending in the fused graph
+  CHECK(!tpr_tensor_host_view_ready(&ry, &data, &hold));
+  CHECK(data == NULL && hold == NULL);
+  CHECK_OK(tpr_eager_set_fused(false));  // runs the graph
+  CHECK_OK(tpr_tensor_await(&ry));
+  if (host_pointers) {
+    CHECK(tpr_tensor_host_view_ready(&ry, &data, &hold));
+    for (int i = 0; i < 3; i++) CHECK(((const float*)data)[i] == 2 * av[i]);
+    tpr_buffer_release(hold);
+  }
+  tpr_tensor_ref_t strided = vec_ref(a, 2);
+  strided.strides[0] = 2;
+  CHECK(!tpr_tensor_host_view_ready(&strided, &data, &hold));
+  tpr_storage_release(a);
+  tpr_storage_release(y);
+  CHECK_OK(tpr_eager_trim());
+}
+
 // A loop body over vectors a and b: op |k| of |body_len|.
 typedef tpr_status_t (*loop_op_fn)(int k, const tpr_tensor_ref_t* a,
                                    const tpr_tensor_ref_t* b);
