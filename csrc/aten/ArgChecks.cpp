@@ -467,10 +467,7 @@ at::Tensor index_range(const at::Tensor& index, std::optional<int64_t> ignore) {
   tpr_eager_arg_t args[3] = {};
   args[0].arg.kind = TPR_ARG_TENSOR;
   args[0].tensor = &in;
-  args[1].arg.kind = TPR_ARG_INT;
-  args[1].arg.i = ignore.value_or(0);
-  args[2].arg.kind = TPR_ARG_BOOL;
-  args[2].arg.b = ignore.has_value();
+  set_index_range_args(ignore, &args[1].arg, &args[2].arg);
   tpr_type_t out_type = tensor_type(range, "index_range");
   const tpr_tensor_ref_t* targets[1] = {&out};
   tpr_eager_call_t call = {"tpu::index_range", static_cast<int>(index.device().index()),
@@ -705,6 +702,13 @@ std::vector<RangeCheck> collect_range_checks(const std::string& name,
   if (const IndexedOp* e = indexed_op(name)) check_index_bounds(name, *e, a);
   if (is_nll_forward(name)) check_nll_targets(name, a);
   return found;
+}
+
+void set_index_range_args(std::optional<int64_t> ignore, tpr_arg_t* value, tpr_arg_t* ignoring) {
+  value->kind = TPR_ARG_INT;
+  value->i = ignore.value_or(0);
+  ignoring->kind = TPR_ARG_BOOL;
+  ignoring->b = ignore.has_value();
 }
 
 void submit_range_check(const RangeCheck& check, const at::Tensor& range) {

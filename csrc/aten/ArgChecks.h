@@ -9,6 +9,7 @@
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/stack.h>
+#include "tpr/lower.h"
 
 #include <functional>
 #include <optional>
@@ -63,6 +64,9 @@ struct RangeCheck {
 // on |args| (stand-in tensors).
 std::vector<RangeCheck> collect_range_checks(const std::string& name,
                                              const torch::jit::Stack& args);
+// tpu::index_range's arguments after the index: the value left out and
+// whether one is (eager and compiled graphs call the rule alike).
+void set_index_range_args(std::optional<int64_t> ignore, tpr_arg_t* value, tpr_arg_t* ignoring);
 // Queues |check|'s judge on |range|, the s64[2] a compiled run computed.
 void submit_range_check(const RangeCheck& check, const at::Tensor& range);
 

@@ -349,10 +349,7 @@ class Program {
       std::memset(a, 0, sizeof a);
       a[0].kind = TPR_ARG_TENSOR;
       a[0].value = it->second;
-      a[1].kind = TPR_ARG_INT;
-      a[1].i = c.ignore.value_or(0);
-      a[2].kind = TPR_ARG_BOOL;
-      a[2].b = c.ignore.has_value();
+      set_index_range_args(c.ignore, &a[1], &a[2]);
       int64_t two = 2;
       tpr_type_t range_type = tpr_type_make(TPR_DTYPE_S64, 1, &two);
       tpr_value_t range = TPR_VALUE_NONE;
