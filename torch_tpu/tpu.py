@@ -224,11 +224,9 @@ def memory_summary(device=None, abbreviated=False):
 
 def empty_cache():
     """Buffers are freed when their last tensor dies. On the CPU plugin the
-    process heap keeps up to 64 MiB per thread heap of what they occupied,
-    for the next ones (TORCH_TPU_KEEP_HOST_MEMORY); this returns the free
-    pages glibc can to the operating system (malloc_trim). With one heap
-    for all threads (MALLOC_ARENA_MAX=1) RSS stays flatter over long runs,
-    at some cost in eager speed (docs/figures.md)."""
+    process heap keeps what they occupied for the next ones, up to 16 MiB
+    free at the top of each thread heap (TORCH_TPU_KEEP_HOST_MEMORY); this
+    returns the free pages glibc can to the operating system (malloc_trim)."""
     _C._empty_cache()
 
 
