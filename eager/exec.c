@@ -903,6 +903,22 @@ tpr_status_t tpr_tensor_await(const tpr_tensor_ref_t* ref) {
   return s;
 }
 
+// The window's bytes in |b| (a buffer holding its storage), or NULL unless
+// the window is dense whole elements of the buffer's own dtype and the
+// device offers host pointers. Awaits |b|.
+static tpr_status_t window_bytes(const tpr_tensor_ref_t* ref, tpr_buffer_t* b,
+                                 const void** out_data) {
+  *out_data = NULL;
+  int64_t numel = tpr_tensor_ref_numel(ref);
+  if (!b || numel == 0 || !is_contiguous(ref) || tpr_buffer_dtype(b) != ref->dtype ||
+      ref->offset < 0 || ref->offset + numel > tpr_buffer_numel(b))
+    return tpr_ok_status();
+  const void* base;
+  TPR_RETURN_IF_ERROR(tpr_buffer_host_pointer(b, &base));
+  if (base) *out_data = (const char*)base + (size_t)ref->offset * tpr_dtype_size(ref->dtype);
+  return tpr_ok_status();
+}
+
 tpr_status_t tpr_tensor_host_view(const tpr_tensor_ref_t* ref,
                                   const void** out_data,
                                   tpr_buffer_t** out_hold) {
@@ -910,54 +926,35 @@ tpr_status_t tpr_tensor_host_view(const tpr_tensor_ref_t* ref,
     return TPR_ERR(INVALID_ARGUMENT, "out_data or out_hold is NULL");
   *out_data = NULL;
   *out_hold = NULL;
-  int64_t numel = tpr_tensor_ref_numel(ref);
-  if (numel == 0 || !is_contiguous(ref)) return tpr_ok_status();
+  if (tpr_tensor_ref_numel(ref) == 0 || !is_contiguous(ref)) return tpr_ok_status();
   tpr_buffer_t* b;
   TPR_RETURN_IF_ERROR(settled_buffer(ref->storage, &b));
-  // The window must be whole elements of the buffer's own dtype.
-  if (!b || tpr_buffer_dtype(b) != ref->dtype || ref->offset < 0 ||
-      ref->offset + numel > tpr_buffer_numel(b)) {
+  tpr_status_t s = window_bytes(ref, b, out_data);
+  if (*out_data)
+    *out_hold = b;
+  else
     tpr_buffer_release(b);
-    return tpr_ok_status();
-  }
-  const void* base;
-  tpr_status_t s = tpr_buffer_host_pointer(b, &base);
-  if (!tpr_status_is_ok(s) || !base) {
-    tpr_buffer_release(b);
-    return s;
-  }
-  *out_data = (const char*)base + (size_t)ref->offset * tpr_dtype_size(ref->dtype);
-  *out_hold = b;
-  return tpr_ok_status();
+  return s;
 }
 
 bool tpr_tensor_host_view_ready(const tpr_tensor_ref_t* ref, const void** out_data,
                                 tpr_buffer_t** out_hold) {
   *out_data = NULL;
   *out_hold = NULL;
-  int64_t numel = tpr_tensor_ref_numel(ref);
-  if (numel == 0 || !is_contiguous(ref)) return false;
+  if (tpr_tensor_ref_numel(ref) == 0 || !is_contiguous(ref)) return false;
   tpr_eager_lock();
   // A storage the pending fused graph writes is not computed yet.
   tpr_buffer_t* b = find_slot(ref->storage) || ref->storage->lost
                         ? NULL
                         : tpr_buffer_retain(ref->storage->buffer);
   tpr_eager_unlock();
-  const void* base = NULL;
-  bool ok = b && tpr_buffer_is_ready(b) && tpr_buffer_dtype(b) == ref->dtype &&
-            ref->offset >= 0 && ref->offset + numel <= tpr_buffer_numel(b);
-  if (ok) {
-    tpr_status_t s = tpr_buffer_host_pointer(b, &base);  // ready: no wait
-    ok = tpr_status_is_ok(s) && base;
-    tpr_status_free(s);
-  }
-  if (!ok) {
+  if (b && tpr_buffer_is_ready(b))  // ready: window_bytes does not wait
+    tpr_status_free(window_bytes(ref, b, out_data));
+  if (*out_data)
+    *out_hold = b;
+  else
     tpr_buffer_release(b);
-    return false;
-  }
-  *out_data = (const char*)base + (size_t)ref->offset * tpr_dtype_size(ref->dtype);
-  *out_hold = b;
-  return true;
+  return *out_data != NULL;
 }
 
 static tpr_status_t lower_resize(tpr_lower_ctx_t* ctx) {

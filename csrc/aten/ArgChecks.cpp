@@ -2,7 +2,6 @@
 
 #include <ATen/MemoryOverlap.h>
 #include <ATen/ops/empty.h>
-#include <ATen/ops/eq.h>
 #include <ATen/Dispatch.h>
 #include <ATen/ops/stack.h>
 #include <c10/util/Exception.h>
@@ -422,6 +421,28 @@ void submit(DataCheck c) {
   submit(std::move(c), !on_host);
 }
 
+// The least and greatest of |n| integers at |data| (of |dtype|), entries
+// equal to |ignore| left out, as a CPU s64[2] tensor (max, min when none is
+// left).
+at::Tensor host_range(const void* data, at::ScalarType dtype, int64_t n,
+                      std::optional<int64_t> ignore) {
+  int64_t lo = std::numeric_limits<int64_t>::max();
+  int64_t hi = std::numeric_limits<int64_t>::min();
+  AT_DISPATCH_INTEGRAL_TYPES(dtype, "index_range", [&] {
+    const scalar_t* p = static_cast<const scalar_t*>(data);
+    for (int64_t i = 0; i < n; i++) {
+      int64_t v = static_cast<int64_t>(p[i]);
+      if (ignore && v == *ignore) continue;
+      lo = std::min(lo, v);
+      hi = std::max(hi, v);
+    }
+  });
+  at::Tensor range = at::empty({2}, at::TensorOptions().dtype(at::kLong));
+  range.mutable_data_ptr<int64_t>()[0] = lo;
+  range.mutable_data_ptr<int64_t>()[1] = hi;
+  return range;
+}
+
 // An integer index tensor's least and greatest entries as an s64[2] tensor,
 // entries equal to |ignore| left out: one program on tpu (tpu::index_range),
 // or, where the index is already computed in host memory (the CPU plugin's
@@ -429,35 +450,17 @@ void submit(DataCheck c) {
 // in place, which compiles nothing and waits for nothing.
 at::Tensor index_range(const at::Tensor& index, std::optional<int64_t> ignore) {
   if (index.device().is_cpu()) {
-    at::Tensor x = index.to(at::kLong);
-    at::Tensor lo = x, hi = x;
-    if (ignore) {
-      at::Tensor skip = at::eq(x, *ignore);
-      lo = x.masked_fill(skip, std::numeric_limits<int64_t>::max());
-      hi = x.masked_fill(skip, std::numeric_limits<int64_t>::min());
-    }
-    return at::stack({lo.min(), hi.max()});
+    at::Tensor x = index.to(at::kLong).contiguous();
+    return host_range(x.const_data_ptr(), at::kLong, x.numel(), ignore);
   }
-  if (at::isIntegralType(index.scalar_type(), /*includeBool=*/false)) {
+  const at::ScalarType t = index.scalar_type();  // those host_range reads
+  if (t == at::kByte || t == at::kChar || t == at::kShort || t == at::kInt || t == at::kLong) {
     tpr_tensor_ref_t in = tensor_ref(index, "index_range");
     const void* data = nullptr;
     tpr_buffer_t* hold = nullptr;
     if (tpr_tensor_host_view_ready(&in, &data, &hold)) {
-      int64_t lo = std::numeric_limits<int64_t>::max();
-      int64_t hi = std::numeric_limits<int64_t>::min();
-      AT_DISPATCH_INTEGRAL_TYPES(index.scalar_type(), "index_range", [&] {
-        const scalar_t* p = static_cast<const scalar_t*>(data);
-        for (int64_t i = 0, n = index.numel(); i < n; i++) {
-          int64_t v = static_cast<int64_t>(p[i]);
-          if (ignore && v == *ignore) continue;
-          lo = std::min(lo, v);
-          hi = std::max(hi, v);
-        }
-      });
+      at::Tensor range = host_range(data, t, index.numel(), ignore);
       tpr_buffer_release(hold);
-      at::Tensor range = at::empty({2}, index.options().device(c10::kCPU).dtype(at::kLong));
-      range.mutable_data_ptr<int64_t>()[0] = lo;
-      range.mutable_data_ptr<int64_t>()[1] = hi;
       return range;
     }
   }
