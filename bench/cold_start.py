@@ -2,7 +2,8 @@
 again on the caches that run filled (warm), each in a fresh process:
 
 * torch.compile(step, backend="tpu"): imports, model setup, Dynamo tracing,
-  AOTAutograd (joint trace, partition, cache keys), our lowering and
+  AOTAutograd (joint trace, partition, cache keys) for the training graph
+  and the direct trace for the optimizer's (no autograd), our lowering and
   StableHLO emission, XLA compiles (seconds and count), and the rest
   (execution, guards);
 * strict and fused eager: imports, setup, XLA compiles, the rest;
@@ -94,11 +95,11 @@ if mode == "compiled":
     # first backward, outside Dynamo); XLA compiles counted once, in their row.
     ours = inside["compiled_lower_seconds"]
     out.update({"dynamo tracing": dynamo - backend - (in_dynamo[0] - inside["compile_seconds"]),
-                "aot autograd": backend - inside["compile_seconds"] - ours,
+                "aot / direct trace": backend - inside["compile_seconds"] - ours,
                 "of which cache key": ct.get("inductor_codecache_torch_key", 0.0),
                 "lowering + emission": ours})
-known = sum(out.get(k, 0.0) for k in ("dynamo tracing", "aot autograd", "lowering + emission",
-                                      "xla compile"))
+known = sum(out.get(k, 0.0) for k in ("dynamo tracing", "aot / direct trace",
+                                      "lowering + emission", "xla compile"))
 out["rest (execution)"] = t_step - known
 print("RESULT " + json.dumps(out))
 """.replace("HERE", repr(HERE))

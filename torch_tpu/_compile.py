@@ -799,6 +799,11 @@ def tpu_backend(gm, example_inputs, **kwargs):
         from ._compile_bucket import bucketed_backend, user_bounds
 
         return bucketed_backend(gm, example_inputs, user_bounds(gm))
+    from . import _compile_direct
+
+    direct = _compile_direct.compile_graph(gm, example_inputs)
+    if direct is not None:
+        return direct
     return _aot_compile(gm, example_inputs)
 
 

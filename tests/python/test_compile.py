@@ -427,8 +427,10 @@ AOT_CACHE_CODE = textwrap.dedent("""
 """)
 
 
-def _aot_run(cache):
-    r = run_python(AOT_CACHE_CODE, env={"TORCH_TPU_CACHE_DIR": str(cache)}, timeout=600)
+def _aot_run(cache, direct=True):
+    r = run_python(AOT_CACHE_CODE, env={"TORCH_TPU_CACHE_DIR": str(cache),
+                                        "TORCH_TPU_COMPILE_DIRECT": "1" if direct else "0"},
+                   timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
     xla, programs, loads, stores, hits = map(int, r.stdout.split("STATS")[1].split()[:5])
     losses = [float(v) for v in r.stdout.split("LOSSES")[1].splitlines()[0].split()]
@@ -437,30 +439,34 @@ def _aot_run(cache):
                 inductor=inductor)
 
 
-def test_second_process_loads_aot_autograd_cache(tmp_path):
-    cold = _aot_run(tmp_path)
+@pytest.mark.parametrize("direct", [True, False], ids=["direct", "aot"])
+def test_second_process_loads_aot_autograd_cache(tmp_path, direct):
+    """The optimizer's graph, which needs no autograd, is cached by the
+    direct path (or, with it off, in AOTAutograd's cache)."""
+    cold = _aot_run(tmp_path, direct)
     assert cold["xla"] > 0 and cold["programs"] > 0 and cold["loads"] == 0
     assert cold["stores"] == cold["programs"]  # every program went into an entry
     entries = list((tmp_path / "torch_compile").rglob("*"))
     assert any(p.is_file() for p in entries)  # under our cache folder
-    warm = _aot_run(tmp_path)
-    # No XLA compile, no FX lowering, no AOTAutograd trace: every program is
-    # replayed from an AOTAutograd cache entry and its executable read from disk.
+    warm = _aot_run(tmp_path, direct)
+    # No XLA compile, no FX lowering, no trace: every program is replayed
+    # from a cache entry and its executable read from disk.
     assert warm["xla"] == 0 and warm["programs"] == 0
-    assert warm["loads"] == cold["programs"] and warm["hits"] >= 1
+    assert warm["loads"] == cold["programs"] and (direct or warm["hits"] >= 1)
     torch.testing.assert_close(warm["losses"], cold["losses"], rtol=1e-6, atol=0)
     # Neither the cache key nor the optimizer's trace loads Inductor's code
     # generators (a third of a second in each process).
     assert cold["inductor"] == [] and warm["inductor"] == []
 
 
-def test_damaged_aot_autograd_entries_recompile(tmp_path):
-    cold = _aot_run(tmp_path)
+@pytest.mark.parametrize("direct", [True, False], ids=["direct", "aot"])
+def test_damaged_aot_autograd_entries_recompile(tmp_path, direct):
+    cold = _aot_run(tmp_path, direct)
     files = [p for p in (tmp_path / "torch_compile").rglob("*") if p.is_file()]
     assert files
     for p in files:  # truncated: unpickling fails
         p.write_bytes(p.read_bytes()[:40])
-    again = _aot_run(tmp_path)
+    again = _aot_run(tmp_path, direct)
     assert again["loads"] == 0 and again["programs"] == cold["programs"]
     assert again["xla"] == 0  # executables still come from their own cache
     torch.testing.assert_close(again["losses"], cold["losses"], rtol=1e-6, atol=0)
@@ -500,16 +506,16 @@ def test_garbage_collector_paused_while_compiling(monkeypatch):
     on tpu, is back afterwards, and is left off if the user turned it off."""
     import gc
 
-    import torch_tpu._compile as C
+    import torch_tpu._compile_direct as D
 
     seen = []
-    real = C._aot_compile
+    real = D.compile_graph
 
     def spy(gm, inputs):
         seen.append(gc.isenabled())
         return real(gm, inputs)
 
-    monkeypatch.setattr(C, "_aot_compile", spy)
+    monkeypatch.setattr(D, "compile_graph", spy)
     x = torch.randn(8, device="tpu")
     # After torch._dynamo.reset() (the fixture) the backend registers the
     # callbacks again during the first compile; the next one is paused.

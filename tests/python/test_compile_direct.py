@@ -1,0 +1,209 @@
+"""Graphs without autograd lowered without AOTAutograd (_compile_direct):
+results and in-place updates equal eager's on tpu, and every graph the path
+cannot take exactly (views of mutated tensors, outputs aliasing inputs,
+random draws) still compiles correctly through AOTAutograd, counted."""
+import copy
+
+import pytest
+import torch
+
+import torch_tpu
+import torch_tpu._compile as C
+import torch_tpu._compile_direct as D
+
+pytestmark = pytest.mark.usefixtures("fresh_dynamo")
+
+F32 = dict(rtol=1e-5, atol=1e-6)
+
+
+@pytest.fixture
+def paths(monkeypatch):
+    """Counts the graphs each path took in the test."""
+    seen = {"aot": 0}
+    real = C._aot_compile
+
+    def spy(gm, inputs):
+        seen["aot"] += 1
+        return real(gm, inputs)
+
+    monkeypatch.setattr(C, "_aot_compile", spy)
+    before = C.stats()
+
+    def taken():
+        now = C.stats()
+        return {"aot": seen["aot"],
+                **{k: now.get(f"compiled_direct_{k}", 0) - before.get(f"compiled_direct_{k}", 0)
+                   for k in ("graphs", "fallbacks")}}
+
+    return taken
+
+
+def both(fn, make_args):
+    """|fn| eagerly and compiled on fresh arguments; returns (eager
+    result, eager args, compiled result, compiled args), on the CPU."""
+    ref_args, args = make_args(), make_args()
+    with torch.no_grad():
+        ref = fn(*ref_args)
+        out = torch.compile(fn, backend="tpu")(*args)
+    cpu = lambda v: torch.utils._pytree.tree_map(  # noqa: E731
+        lambda t: t.cpu() if isinstance(t, torch.Tensor) else t, v)
+    return cpu(ref), cpu(ref_args), cpu(out), cpu(args)
+
+
+def inputs(*shapes, seed=0):
+    def make():
+        g = torch.Generator().manual_seed(seed)
+        return [torch.randn(s, generator=g).to("tpu") for s in shapes]
+    return make
+
+
+def test_in_place_updates_become_values(paths):
+    def f(x, buf, a, b):
+        buf.add_(x.sum())  # an input, updated in place
+        y = x * 2
+        y.mul_(3)  # a value of the graph's own
+        torch._foreach_mul_([a, b], 0.5)  # a list of inputs at once
+        a.add_(b)  # read after the foreach update
+        return y + buf.mean(), a * 1
+
+    ref, ref_args, out, args = both(f, inputs([4, 8], [8], [8], [8]))
+    torch.testing.assert_close(out, ref, **F32)
+    torch.testing.assert_close(args, ref_args, **F32)
+    assert paths() == {"aot": 0, "graphs": 1, "fallbacks": 0}
+
+
+def test_copy_into_an_input_converts_and_broadcasts(paths):
+    def f(buf, src, idx):
+        buf.copy_(src.double()[0])  # float64 [6] into float32 [3, 6]
+        idx.copy_(src[1] * 10)  # float into int64, truncating as copy_ does
+        return buf.sum()
+
+    def make():
+        g = torch.Generator().manual_seed(1)
+        return [torch.zeros(3, 6).to("tpu"), torch.randn(2, 6, generator=g).to("tpu"),
+                torch.zeros(6, dtype=torch.int64).to("tpu")]
+
+    ref, ref_args, out, args = both(f, make)
+    torch.testing.assert_close(out, ref, **F32)
+    torch.testing.assert_close(args, ref_args, **F32)
+    assert args[2].dtype == torch.int64
+    assert paths() == {"aot": 0, "graphs": 1, "fallbacks": 0}
+
+
+def test_in_place_results_keep_the_written_dtype(paths):
+    def f(h, x, hs):
+        h.add_(x)  # float16 += float32 stays float16
+        torch._foreach_add_(hs, [x, x])
+        return h.float().sum()
+
+    def make():
+        g = torch.Generator().manual_seed(2)
+        x = torch.randn(7, generator=g)
+        return [torch.randn(7, generator=g).half().to("tpu"), x.to("tpu"),
+                [torch.ones(7).half().to("tpu"), torch.ones(7, dtype=torch.bfloat16).to("tpu")]]
+
+    ref, ref_args, out, args = both(f, make)
+    torch.testing.assert_close(out, ref)
+    torch.testing.assert_close(args, ref_args)  # dtypes included
+    assert paths() == {"aot": 0, "graphs": 1, "fallbacks": 0}
+
+
+@pytest.mark.parametrize("make_opt", [
+    lambda ps: torch.optim.AdamW(ps, lr=1e-2, capturable=True),
+    lambda ps: torch.optim.Adam(ps, lr=1e-2, capturable=True, amsgrad=True),
+    lambda ps: torch.optim.SGD(ps, lr=1e-2, momentum=0.9, nesterov=True),
+], ids=["adamw", "adam-amsgrad", "sgd-nesterov"])
+def test_optimizer_step_matches_eager(paths, make_opt):
+    torch.manual_seed(0)
+    cpu = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 4))
+    x = torch.randn(5, 8).to("tpu")
+
+    def train(compiled):
+        m = copy.deepcopy(cpu).to("tpu")
+        opt = make_opt(m.parameters())
+        step = torch.compile(opt.step, backend="tpu") if compiled else opt.step
+        for _ in range(3):
+            opt.zero_grad()
+            m(x).square().mean().backward()
+            step()
+        return [p.detach().cpu() for p in m.parameters()]
+
+    ref, got = train(False), train(True)
+    torch.testing.assert_close(got, ref, **F32)
+    taken = paths()
+    assert taken["graphs"] >= 1 and taken["aot"] == 0 and taken["fallbacks"] == 0, taken
+
+
+def test_training_graphs_stay_with_aot_autograd(paths):
+    lin = torch.nn.Linear(4, 3).to("tpu")
+    x = torch.randn(2, 4).to("tpu")
+    torch.compile(lin, backend="tpu")(x).sum().backward()
+    assert lin.weight.grad is not None
+    assert paths() == {"aot": 1, "graphs": 0, "fallbacks": 0}
+
+
+@pytest.mark.parametrize("case", ["view-mutated", "output-view", "random", "aliased-inputs",
+                                  "aliased-whole-inputs"])
+def test_graphs_the_path_cannot_take_fall_back(paths, case):
+    if case == "view-mutated":
+        def f(x):
+            x[0].add_(1)  # a view of an input, written
+            return x.sum()
+        make, why = inputs([3, 4]), "view"
+    elif case == "output-view":
+        def f(x):
+            return x.view(-1), x.sum()
+        make, why = inputs([3, 4]), "view of an input"
+    elif case == "random":
+        def f(x):
+            return x + torch.rand_like(x) * 0
+        make, why = inputs([3, 4]), "random"
+    else:
+        def f(a, b):
+            a.add_(1)
+            return b * 2
+
+        def make():
+            a = torch.arange(6.0).to("tpu")
+            return [a, a.view(2, 3) if case == "aliased-inputs" else a[:]]
+        why = "views a mutated" if case == "aliased-inputs" else "aliases another input"
+    ref, ref_args, out, args = both(f, make)
+    torch.testing.assert_close(out, ref, **F32)
+    torch.testing.assert_close(args, ref_args, **F32)
+    assert paths() == {"aot": 1, "graphs": 0, "fallbacks": 1}
+    assert why in D.last_fallback
+
+
+def test_switched_off(paths, monkeypatch):
+    monkeypatch.setenv("TORCH_TPU_COMPILE_DIRECT", "0")
+    ref, _, out, _ = both(lambda x: x.relu() + 1, inputs([5]))
+    torch.testing.assert_close(out, ref)
+    assert paths() == {"aot": 1, "graphs": 0, "fallbacks": 0}
+
+
+def test_cache_key_tells_layouts_and_aliasing_apart():
+    gm = torch.fx.symbolic_trace(lambda a, b: a * 2 + b)
+    a, b = torch.randn(4, 4).to("tpu"), torch.randn(4, 4).to("tpu")
+    base = D._cache_key(gm, [a, b], [])
+    assert base == D._cache_key(gm, [a.clone(), b.clone()], [])
+    assert base != D._cache_key(gm, [a.t(), b], [])  # strides
+    assert base != D._cache_key(gm, [a, a], [])  # one storage twice
+    assert base != D._cache_key(gm, [a.double(), b], [])
+    with torch.no_grad():
+        assert base != D._cache_key(gm, [a, b], [])  # grad mode
+    # A tensor attribute that is neither parameter nor buffer is a constant
+    # the code does not show: no entry.
+    gm.const = torch.ones(2)
+    gm.graph.get_attr("const")
+    assert D._cache_key(gm, [a, b], []) is None
+
+
+def test_compiled_graph_sizes_are_their_own_programs(paths):
+    def f(x, buf):
+        buf.mul_(2)
+        return x.sum(0) + buf
+
+    for n in (3, 5):
+        ref, ref_args, out, args = both(f, inputs([n, 4], [4], seed=n))
+        torch.testing.assert_close(out, ref, **F32)
+        torch.testing.assert_close(args, ref_args, **F32)

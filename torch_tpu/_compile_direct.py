@@ -1,0 +1,409 @@
+"""Graphs without autograd (an optimizer step, inference under no_grad)
+lowered without AOTAutograd.
+
+AOTAutograd serves such a graph with two full passes over it on fake
+tensors (one collecting metadata, one tracing under functionalization),
+which for an AdamW step of a small GPT took four times a plain trace. Here
+the Dynamo graph is traced once to ATen (``make_fx`` on fake tensors, the
+backend's decompositions) and its in-place updates are turned into values
+by a pass of our own, which handles exactly the case where no view ever
+aliases a mutated tensor: each in-place op then becomes its functional
+twin, later reads take the newest value, and a mutated graph input gets
+one ``copy_`` of its final value, the form the lowering already takes from
+AOTAutograd (the input's buffer is donated and replaced).
+
+Anything else goes to AOTAutograd as before: a graph that needs autograd,
+draws random numbers, holds higher-order ops, mutates a view or an input
+that aliases another, returns a view of an input, or whose trace or
+lowering fails here. ``TORCH_TPU_COMPILE_DIRECT=0`` sends every graph there.
+
+Results are cached on disk (the folder of the AOTAutograd entries) as the
+program tape, keyed by the Dynamo graph's code, its inputs' layouts and
+aliasing, and grad mode, so a warm process neither traces nor lowers.
+"""
+import contextlib
+import hashlib
+import operator
+import os
+import pickle
+import time
+
+import torch
+
+from . import _compile
+from ._compile import TpuCompileError
+
+
+# Why the last graph that tried this path went to AOTAutograd (for tests and
+# debugging; counted in torch.tpu._get_cache_stats()["compiled_direct_fallbacks"]).
+last_fallback = None
+
+
+def enabled():
+    return os.environ.get("TORCH_TPU_COMPILE_DIRECT", "1") != "0"
+
+
+# -- which graphs -------------------------------------------------------------------
+
+def _attr(gm, target):
+    obj = gm
+    for part in target.split("."):
+        obj = getattr(obj, part, None)
+    return obj
+
+
+def _set_grad_off_first(gm):
+    """Whether the graph's first call turns grad mode off (Dynamo keeps
+    torch.no_grad() inside the graph: an optimizer step)."""
+    for node in gm.graph.nodes:
+        if node.op == "call_function":
+            return node.target is torch._C._set_grad_enabled and node.args == (False,)
+    return False
+
+
+def _candidate(gm, flat):
+    for n in gm.graph.nodes:
+        if n.op == "call_module" or isinstance(n.target, torch._ops.HigherOrderOperator) or (
+                n.op == "get_attr" and isinstance(_attr(gm, n.target), torch.nn.Module)):
+            return False  # subgraphs: higher-order ops, even those inlined as functions
+    if not all(isinstance(x, torch.Tensor) or type(x) is int for x in flat):
+        return False
+    needs_grad = torch.is_grad_enabled() and any(
+        isinstance(x, torch.Tensor) and x.requires_grad for x in flat)
+    return not needs_grad or _set_grad_off_first(gm)
+
+
+# -- in-place ops to values ---------------------------------------------------------
+
+def _written(op):
+    return [i for i, a in enumerate(op._schema.arguments)
+            if a.alias_info is not None and a.alias_info.is_write]
+
+
+def _twin(op):
+    """The functional form of in-place |op| (aten::add_.Tensor ->
+    aten::add.Tensor), or None."""
+    ns, name = op._schema.name.split("::")
+    if not name.endswith("_") or name.startswith("__"):
+        return None
+    packet = getattr(getattr(torch.ops, ns), name[:-1], None)
+    twin = getattr(packet, op._overloadname, None) if packet is not None else None
+    if twin is None or _written(twin):
+        return None
+    return twin
+
+
+def _vals(v):
+    if isinstance(v, torch.Tensor):
+        return [v]
+    if isinstance(v, (list, tuple)):
+        return [t for e in v for t in _vals(e)]
+    return []
+
+
+def _layout(t):
+    return (t.dtype, t.device, tuple(t.shape), tuple(t.stride()), t.storage_offset())
+
+
+def _returns_views(node):
+    op = node.target
+    if node.op != "call_function" or not isinstance(op, torch._ops.OpOverload):
+        return True
+    return any(r.alias_info is not None for r in op._schema.returns)
+
+
+class _Unsupported(Exception):
+    pass
+
+
+def functionalize(gm):
+    """Rewrites |gm| (ATen, with in-place ops) in place so that it mutates
+    nothing but its placeholders, each by one final copy_; raises
+    _Unsupported where a view aliases a mutated tensor."""
+    from torch.multiprocessing.reductions import StorageWeakRef
+
+    aten = torch.ops.aten
+    graph = gm.graph
+
+    def key(t):
+        return StorageWeakRef(t.untyped_storage())
+
+    # Storages some op writes.
+    mutated = set()
+    for node in graph.nodes:
+        if node.op != "call_function" or not isinstance(node.target, torch._ops.OpOverload):
+            continue
+        written = _written(node.target)
+        if not written:
+            continue
+        if written != [0] or (node.target is not aten.copy_.default and
+                              _twin(node.target) is None):
+            raise _Unsupported(f"{node.target} writes arguments {written}")
+        self_arg = node.args[0]
+        targets = self_arg if isinstance(self_arg, (list, tuple)) else [self_arg]
+        for a in targets:
+            v = a.meta.get("val") if isinstance(a, torch.fx.Node) else None
+            if not isinstance(v, torch.Tensor):
+                raise _Unsupported(f"{node.target} writes a non-graph value")
+            mutated.add(key(v))
+    if not mutated:
+        return
+    # Every value in a mutated storage must be the whole tensor: then it is
+    # one value over time, and an update is a rebinding.
+    root, first = {}, {}
+    for node in graph.nodes:
+        v = node.meta.get("val")
+        if isinstance(v, torch.Tensor):
+            k = key(v)
+            if k not in mutated:
+                continue
+            if k not in first:
+                if node.op == "get_attr":
+                    raise _Unsupported("a mutated constant")
+                first[k] = node
+            elif _layout(v) != _layout(first[k].meta["val"]):
+                raise _Unsupported(f"{node.name} views a mutated tensor")
+            elif node.op == "placeholder":
+                raise _Unsupported("a mutated input aliases another input")
+            root[node] = first[k]
+        elif any(key(t) in mutated for t in _vals(v)) and _returns_views(node):
+            # (A list of fresh tensors, as a foreach op returns, is fine:
+            # its elements, read through getitem, are the roots.)
+            raise _Unsupported(f"{node.name} holds views of a mutated tensor")
+
+    newest = {}  # root -> its value now
+
+    def current(a):
+        if isinstance(a, torch.fx.Node) and a in root:
+            return newest.get(root[a], root[a])
+        return a
+
+    def value(node, target, args, kwargs, val):
+        with graph.inserting_before(node):
+            n = graph.call_function(target, tuple(args), dict(kwargs))
+        n.meta.update(node.meta)
+        n.meta["val"] = val
+        return n
+
+    def like(node, src, dst):
+        """|src| as an in-place write into |dst| leaves it: dst's dtype and
+        device (float16 += float32 stays float16), broadcast to its shape."""
+        sv = src.meta["val"]
+        if sv.dtype != dst.dtype or sv.device != dst.device:
+            src = value(node, aten._to_copy.default, [src],
+                        {"dtype": dst.dtype, "device": dst.device},
+                        torch.empty_like(sv, dtype=dst.dtype, device=dst.device))
+        if tuple(sv.shape) != tuple(dst.shape):
+            src = value(node, aten.expand.default, [src, list(dst.shape)], {}, dst)
+        return src
+
+    dead = []
+    for node in list(graph.nodes):
+        if node.op in ("placeholder", "get_attr"):
+            continue
+        self_arg = node.args[0] if node.args else None
+        node.args = torch.fx.map_arg(node.args, current)
+        node.kwargs = torch.fx.map_arg(node.kwargs, current)
+        if node.op != "call_function" or not isinstance(node.target, torch._ops.OpOverload) \
+                or not _written(node.target):
+            continue
+        op = node.target
+        if op is aten.copy_.default:
+            newest[root[self_arg]] = like(node, node.args[1], self_arg.meta["val"])
+        elif isinstance(self_arg, (list, tuple)):  # a foreach op: a list of results
+            twin = _twin(op)
+            natural = _compile._meta_val(twin, node.args, node.kwargs)
+            dsts = [t.meta["val"] for t in self_arg]
+            n = value(node, twin, node.args, node.kwargs,
+                      [torch.empty_like(d, dtype=m.dtype) for d, m in zip(dsts, natural)])
+            for i, t in enumerate(self_arg):
+                item = value(node, operator.getitem, [n, i], {}, n.meta["val"][i])
+                newest[root[t]] = like(node, item, dsts[i])
+        else:
+            twin = _twin(op)
+            dst = self_arg.meta["val"]
+            natural = _compile._meta_val(twin, node.args, node.kwargs)
+            n = value(node, twin, node.args, node.kwargs,
+                      torch.empty_like(dst, dtype=natural.dtype))
+            newest[root[self_arg]] = like(node, n, dst)
+        dead.append(node)
+    out = next(n for n in graph.nodes if n.op == "output")
+    for r, v in newest.items():
+        if r.op == "placeholder":
+            with graph.inserting_before(out):
+                c = graph.call_function(aten.copy_.default, (r, v))
+            c.meta["val"] = r.meta["val"]
+    for node in reversed(dead):
+        if node.users:
+            raise _Unsupported(f"{node.name} is read after its rewrite")
+        graph.erase_node(node)
+    graph.lint()
+
+
+# -- trace, lower, cache ------------------------------------------------------------
+
+def _trace(gm, names, flat):
+    """|gm| traced to ATen on fake tensors, parameters and buffers first."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    mode = FakeTensorMode()
+    fakes = [mode.from_tensor(x, static_shapes=True) if isinstance(x, torch.Tensor) else x
+             for x in flat]
+    k = len(names)
+
+    def run(*args):
+        return torch.func.functional_call(gm, dict(zip(names, args[:k])), args[k:])
+
+    with mode:
+        return make_fx(run, decomposition_table=_compile.decompositions())(*fakes)
+
+
+def _check_outputs(traced):
+    """Outputs must be values of their own: an input is returned as it is,
+    but a view of an input or of another output would need AOTAutograd's
+    view replay."""
+    from torch.multiprocessing.reductions import StorageWeakRef
+
+    def key(n):
+        return StorageWeakRef(n.meta["val"].untyped_storage())
+
+    inputs = {key(n) for n in traced.graph.nodes
+              if n.op == "placeholder" and isinstance(n.meta.get("val"), torch.Tensor)}
+    out = next(n for n in traced.graph.nodes if n.op == "output")
+    seen = set()
+    for o in torch.fx.node.map_aggregate(out.args[0], lambda a: a) or ():
+        if not isinstance(o, torch.fx.Node) or o.op == "placeholder":
+            continue
+        v = o.meta.get("val")
+        if not isinstance(v, torch.Tensor):
+            continue
+        if v.requires_grad:
+            raise _Unsupported("an output requires grad")
+        k = key(o)
+        if k in inputs or k in seen:
+            raise _Unsupported(f"output {o.name} is a view of an input or another output")
+        seen.add(k)
+
+
+def _cache_key(gm, flat, state):
+    """The Dynamo graph's code, its inputs' layouts and aliasing, and the
+    global modes a trace reads; None where the graph holds constants the
+    code does not show."""
+    ids = {id(t) for t in state}
+    for node in gm.graph.nodes:
+        if node.op == "get_attr":
+            v = _attr(gm, node.target)
+            if isinstance(v, torch.Tensor) and id(v) not in ids:
+                return None
+    h = hashlib.sha256(gm.code.encode())
+    storages = {}
+    for x in flat:
+        if isinstance(x, torch.Tensor):
+            alias = storages.setdefault(x.untyped_storage()._cdata, len(storages))
+            h.update(repr((_layout(x), x.requires_grad, alias)).encode())
+        else:
+            h.update(repr(("int", x)).encode())
+    modes = [torch.is_grad_enabled(), torch.get_default_dtype()]
+    for dev in ("tpu", "cpu"):
+        modes += [torch.is_autocast_enabled(dev), torch.get_autocast_dtype(dev)]
+    h.update(repr(modes).encode())
+    return h.hexdigest()
+
+
+def _cache_folder(key):
+    """The folder of |key|'s entries: more than one where a custom op's
+    function differs between processes (an entry whose kernels this process
+    traces otherwise does not load)."""
+    from . import _compile_cache
+
+    root = _compile_cache.cache_root()
+    if root is None or key is None:
+        return None
+    return os.path.join(root, "direct", key)
+
+
+def _load(folder):
+    from ._compile_cache import TpuOutputCode
+
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        return None
+    for entry in names:
+        if not entry.endswith(".pkl"):
+            continue
+        path = os.path.join(folder, entry)
+        try:
+            with open(path, "rb") as f:
+                name, tape, layout, baked = pickle.load(f)
+        except Exception:  # damaged: a miss, and gone
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+            continue
+        try:
+            tape.check_kernels()
+        except Exception:  # made with another function of a custom op: a miss
+            continue
+        code = TpuOutputCode(name, tape, layout, baked, False)
+        code._ensure()
+        return code
+    return None
+
+
+def _store(folder, code):
+    data = pickle.dumps((code.name, code.tape, code.layout, code.baked))
+    path = os.path.join(folder, hashlib.sha256(data).hexdigest()[:24] + ".pkl")
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)  # whole entries only: a reader never sees a partial one
+        _compile._count("cache_stores")
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+
+
+def compile_graph(gm, example_inputs):
+    """A callable running |gm| as one program, or None where the graph
+    needs AOTAutograd (see the module's docstring)."""
+    if not enabled():
+        return None
+    params = dict(gm.named_parameters())
+    buffers = dict(gm.named_buffers())
+    names = [*params, *buffers]
+    state = [*params.values(), *buffers.values()]
+    flat = state + list(example_inputs)
+    if not _candidate(gm, flat):
+        return None
+    t0 = time.perf_counter()
+    folder = _cache_folder(_cache_key(gm, flat, state))
+    code = _load(folder) if folder is not None else None  # (counted as a cache load)
+    if code is None:
+        from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+        try:
+            with unset_fake_temporarily():
+                traced = _trace(gm, names, flat)
+                if _compile.draws_random(traced):
+                    raise _Unsupported("draws random numbers")
+                _check_outputs(traced)
+                functionalize(traced)
+                name = f"compiled_inference_{len(list(gm.graph.nodes))}nodes"
+                code = _compile._Builder(traced, flat, name).build()
+        except Exception as e:  # whatever fails here, AOTAutograd gets the graph
+            global last_fallback
+            _compile._count("direct_fallbacks")
+            last_fallback = f"{type(e).__name__}: {e}"
+            return None
+        if folder is not None:
+            _store(folder, code)
+    _compile._count("direct_graphs")
+    _compile._add_seconds("seconds", time.perf_counter() - t0)
+
+    def run(*args):
+        return code([*state, *args])
+
+    return run
