@@ -112,6 +112,33 @@ def _returns_views(node):
     return any(r.alias_info is not None for r in op._schema.returns)
 
 
+def _meta(shape, dtype):
+    return torch.empty(tuple(shape), dtype=dtype, device="meta")
+
+
+def _natural_dtypes(twin, args, kwargs, n):
+    """The dtype of each of foreach op |twin|'s n results on |args| (graph
+    nodes), found on one-element lists, once per distinct element types
+    (a model's parameters share one or two)."""
+    def sig(a, i):
+        if isinstance(a, (list, tuple)) and len(a) == n:
+            e = a[i]
+            if isinstance(e, torch.fx.Node):
+                v = e.meta["val"]
+                return ("t", v.dtype, v.dim())
+            return ("s", type(e))
+        return None
+
+    found, out = {}, []
+    for i in range(n):
+        key = tuple(sig(a, i) for a in args)
+        if key not in found:
+            one = [[a[i]] if s is not None else a for a, s in zip(args, key)]
+            found[key] = _compile._meta_val(twin, one, kwargs)[0].dtype
+        out.append(found[key])
+    return out
+
+
 class _Unsupported(Exception):
     pass
 
@@ -189,13 +216,19 @@ def functionalize(gm):
         """|src| as an in-place write into |dst| leaves it: dst's dtype and
         device (float16 += float32 stays float16), broadcast to its shape."""
         sv = src.meta["val"]
+        same_shape = tuple(sv.shape) == tuple(dst.shape)
         if sv.dtype != dst.dtype or sv.device != dst.device:
             src = value(node, aten._to_copy.default, [src],
                         {"dtype": dst.dtype, "device": dst.device},
-                        torch.empty_like(sv, dtype=dst.dtype, device=dst.device))
-        if tuple(sv.shape) != tuple(dst.shape):
+                        dst if same_shape else _meta(sv.shape, dst.dtype))
+        if not same_shape:
             src = value(node, aten.expand.default, [src, list(dst.shape)], {}, dst)
         return src
+
+    def result(dst, dtype):
+        # (A value that is not dst's dtype is converted before anything
+        # else reads it: a meta stand-in is enough for the lowering.)
+        return dst if dtype == dst.dtype else _meta(dst.shape, dtype)
 
     dead = []
     for node in list(graph.nodes):
@@ -212,10 +245,10 @@ def functionalize(gm):
             newest[root[self_arg]] = like(node, node.args[1], self_arg.meta["val"])
         elif isinstance(self_arg, (list, tuple)):  # a foreach op: a list of results
             twin = _twin(op)
-            natural = _compile._meta_val(twin, node.args, node.kwargs)
             dsts = [t.meta["val"] for t in self_arg]
+            dtypes = _natural_dtypes(twin, node.args, node.kwargs, len(dsts))
             n = value(node, twin, node.args, node.kwargs,
-                      [torch.empty_like(d, dtype=m.dtype) for d, m in zip(dsts, natural)])
+                      [result(d, t) for d, t in zip(dsts, dtypes)])
             for i, t in enumerate(self_arg):
                 item = value(node, operator.getitem, [n, i], {}, n.meta["val"][i])
                 newest[root[t]] = like(node, item, dsts[i])
@@ -223,8 +256,7 @@ def functionalize(gm):
             twin = _twin(op)
             dst = self_arg.meta["val"]
             natural = _compile._meta_val(twin, node.args, node.kwargs)
-            n = value(node, twin, node.args, node.kwargs,
-                      torch.empty_like(dst, dtype=natural.dtype))
+            n = value(node, twin, node.args, node.kwargs, result(dst, natural.dtype))
             newest[root[self_arg]] = like(node, n, dst)
         dead.append(node)
     out = next(n for n in graph.nodes if n.op == "output")
