@@ -1,5 +1,7 @@
 """``torch.compile(backend="tpu")``: Dynamo graphs through AOTAutograd into
-one XLA executable per forward / backward / inference graph.
+one XLA executable per forward / backward / inference graph. Graphs that
+need no autograd (an optimizer step, inference under no_grad) skip
+AOTAutograd where they can (``_compile_direct.py``).
 
 Each FX node is lowered by the same C rule table eager uses
 (``torch_tpu._C.Program``); the decomposition table only covers ops that have

@@ -112,7 +112,14 @@ def test_in_place_results_keep_the_written_dtype(paths):
     lambda ps: torch.optim.AdamW(ps, lr=1e-2, capturable=True),
     lambda ps: torch.optim.Adam(ps, lr=1e-2, capturable=True, amsgrad=True),
     lambda ps: torch.optim.SGD(ps, lr=1e-2, momentum=0.9, nesterov=True),
-], ids=["adamw", "adam-amsgrad", "sgd-nesterov"])
+    lambda ps: torch.optim.NAdam(ps, lr=1e-2, capturable=True, decoupled_weight_decay=True,
+                                 weight_decay=0.1),
+    lambda ps: torch.optim.RAdam(ps, lr=1e-2, capturable=True),
+    lambda ps: torch.optim.Adagrad(ps, lr=1e-2),
+    lambda ps: torch.optim.RMSprop(ps, lr=1e-2, momentum=0.5, centered=True, capturable=True),
+    lambda ps: torch.optim.Rprop(ps, lr=1e-2, capturable=True),
+], ids=["adamw", "adam-amsgrad", "sgd-nesterov", "nadam", "radam", "adagrad", "rmsprop",
+        "rprop"])
 def test_optimizer_step_matches_eager(paths, make_opt):
     torch.manual_seed(0)
     cpu = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 4))
