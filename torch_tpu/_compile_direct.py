@@ -31,7 +31,6 @@ import time
 import torch
 
 from . import _compile
-from ._compile import TpuCompileError
 
 
 # Why the last graph that tried this path went to AOTAutograd (for tests and
@@ -66,8 +65,14 @@ def _candidate(gm, flat):
         if n.op == "call_module" or isinstance(n.target, torch._ops.HigherOrderOperator) or (
                 n.op == "get_attr" and isinstance(_attr(gm, n.target), torch.nn.Module)):
             return False  # subgraphs: higher-order ops, even those inlined as functions
-    if not all(isinstance(x, torch.Tensor) or type(x) is int for x in flat):
-        return False
+    from torch.utils._python_dispatch import is_traceable_wrapper_subclass
+
+    for x in flat:  # plain dense tensors (no DTensor, no sparse) and static ints
+        if isinstance(x, torch.Tensor):
+            if is_traceable_wrapper_subclass(x) or x.layout != torch.strided:
+                return False
+        elif type(x) is not int:
+            return False
     needs_grad = torch.is_grad_enabled() and any(
         isinstance(x, torch.Tensor) and x.requires_grad for x in flat)
     return not needs_grad or _set_grad_off_first(gm)
@@ -375,16 +380,19 @@ def _load(folder):
             continue
         try:
             tape.check_kernels()
+            code = TpuOutputCode(name, tape, layout, baked, False)
+            code._ensure()
         except Exception:  # made with another function of a custom op: a miss
             continue
-        code = TpuOutputCode(name, tape, layout, baked, False)
-        code._ensure()
         return code
     return None
 
 
 def _store(folder, code):
-    data = pickle.dumps((code.name, code.tape, code.layout, code.baked))
+    try:
+        data = pickle.dumps((code.name, code.tape, code.layout, code.baked))
+    except Exception:  # a constant that does not pickle: the graph is not cached
+        return
     path = os.path.join(folder, hashlib.sha256(data).hexdigest()[:24] + ".pkl")
     tmp = f"{path}.{os.getpid()}.tmp"
     try:
@@ -394,6 +402,8 @@ def _store(folder, code):
         os.replace(tmp, path)  # whole entries only: a reader never sees a partial one
         _compile._count("cache_stores")
     except OSError:
+        pass
+    finally:  # an interrupted or failed write leaves nothing behind
         with contextlib.suppress(OSError):
             os.unlink(tmp)
 
@@ -401,8 +411,18 @@ def _store(folder, code):
 def compile_graph(gm, example_inputs):
     """A callable running |gm| as one program, or None where the graph
     needs AOTAutograd (see the module's docstring)."""
+    global last_fallback
     if not enabled():
         return None
+    try:
+        return _direct(gm, example_inputs)
+    except Exception as e:  # whatever fails here, AOTAutograd gets the graph
+        _compile._count("direct_fallbacks")
+        last_fallback = f"{type(e).__name__}: {e}"
+        return None
+
+
+def _direct(gm, example_inputs):
     params = dict(gm.named_parameters())
     buffers = dict(gm.named_buffers())
     names = [*params, *buffers]
@@ -416,20 +436,14 @@ def compile_graph(gm, example_inputs):
     if code is None:
         from torch._subclasses.fake_tensor import unset_fake_temporarily
 
-        try:
-            with unset_fake_temporarily():
-                traced = _trace(gm, names, flat)
-                if _compile.draws_random(traced):
-                    raise _Unsupported("draws random numbers")
-                _check_outputs(traced)
-                functionalize(traced)
-                name = f"compiled_inference_{len(list(gm.graph.nodes))}nodes"
-                code = _compile._Builder(traced, flat, name).build()
-        except Exception as e:  # whatever fails here, AOTAutograd gets the graph
-            global last_fallback
-            _compile._count("direct_fallbacks")
-            last_fallback = f"{type(e).__name__}: {e}"
-            return None
+        with unset_fake_temporarily():
+            traced = _trace(gm, names, flat)
+            if _compile.draws_random(traced):
+                raise _Unsupported("draws random numbers")
+            _check_outputs(traced)
+            functionalize(traced)
+            name = f"compiled_inference_{len(list(gm.graph.nodes))}nodes"
+            code = _compile._Builder(traced, flat, name).build()
         if folder is not None:
             _store(folder, code)
     _compile._count("direct_graphs")

@@ -7,7 +7,6 @@ import copy
 import pytest
 import torch
 
-import torch_tpu
 import torch_tpu._compile as C
 import torch_tpu._compile_direct as D
 
@@ -179,6 +178,28 @@ def test_graphs_the_path_cannot_take_fall_back(paths, case):
     torch.testing.assert_close(args, ref_args, **F32)
     assert paths() == {"aot": 1, "graphs": 0, "fallbacks": 1}
     assert why in D.last_fallback
+
+
+def test_a_failure_inside_the_path_falls_back(paths, monkeypatch):
+    def broken(*args):
+        raise RuntimeError("trace failed")
+
+    monkeypatch.setattr(D, "_trace", broken)
+    ref, _, out, _ = both(lambda x: x.exp() * 2, inputs([5]))
+    torch.testing.assert_close(out, ref, **F32)
+    assert paths() == {"aot": 1, "graphs": 0, "fallbacks": 1}
+    assert D.last_fallback == "RuntimeError: trace failed"
+
+
+def test_sparse_inputs_stay_with_aot_autograd(paths):
+    def make():
+        i = torch.tensor([[0, 1], [1, 0]])
+        return [torch.sparse_coo_tensor(i, torch.tensor([1.0, 2.0]), (2, 2)).to("tpu"),
+                torch.ones(2, 2).to("tpu")]
+
+    ref, _, out, _ = both(lambda s, d: (s.to_dense() * d).sum(), make)
+    torch.testing.assert_close(out, ref)
+    assert paths()["graphs"] == 0
 
 
 def test_switched_off(paths, monkeypatch):
