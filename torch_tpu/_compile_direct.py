@@ -150,8 +150,9 @@ class _Unsupported(Exception):
 
 def functionalize(gm):
     """Rewrites |gm| (ATen, with in-place ops) in place so that it mutates
-    nothing but its placeholders, each by one final copy_; raises
-    _Unsupported where a view aliases a mutated tensor."""
+    nothing but its placeholders, each by one final copy_; returns the
+    positions of the placeholders it mutates. Raises _Unsupported where a
+    view aliases a mutated tensor."""
     from torch.multiprocessing.reductions import StorageWeakRef
 
     aten = torch.ops.aten
@@ -179,7 +180,7 @@ def functionalize(gm):
                 raise _Unsupported(f"{node.target} writes a non-graph value")
             mutated.add(key(v))
     if not mutated:
-        return
+        return []
     # Every value in a mutated storage must be the whole tensor: then it is
     # one value over time, and an update is a rebinding.
     root, first = {}, {}
@@ -275,6 +276,8 @@ def functionalize(gm):
             raise _Unsupported(f"{node.name} is read after its rewrite")
         graph.erase_node(node)
     graph.lint()
+    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+    return sorted(placeholders.index(r) for r in newest if r.op == "placeholder")
 
 
 # -- trace, lower, cache ------------------------------------------------------------
@@ -373,7 +376,7 @@ def _load(folder):
         path = os.path.join(folder, entry)
         try:
             with open(path, "rb") as f:
-                name, tape, layout, baked = pickle.load(f)
+                name, tape, layout, baked, mutated = pickle.load(f)
         except Exception:  # damaged: a miss, and gone
             with contextlib.suppress(OSError):
                 os.unlink(path)
@@ -384,13 +387,13 @@ def _load(folder):
             code._ensure()
         except Exception:  # made with another function of a custom op: a miss
             continue
-        return code
+        return code, mutated
     return None
 
 
-def _store(folder, code):
+def _store(folder, code, mutated):
     try:
-        data = pickle.dumps((code.name, code.tape, code.layout, code.baked))
+        data = pickle.dumps((code.name, code.tape, code.layout, code.baked, mutated))
     except Exception:  # a constant that does not pickle: the graph is not cached
         return
     path = os.path.join(folder, hashlib.sha256(data).hexdigest()[:24] + ".pkl")
@@ -432,8 +435,11 @@ def _direct(gm, example_inputs):
         return None
     t0 = time.perf_counter()
     folder = _cache_folder(_cache_key(gm, flat, state))
-    code = _load(folder) if folder is not None else None  # (counted as a cache load)
-    if code is None:
+    # (a load counts as a cache load)
+    found = _load(folder) if folder is not None else None
+    if found is not None:
+        code, mutated = found
+    else:
         from torch._subclasses.fake_tensor import unset_fake_temporarily
 
         with unset_fake_temporarily():
@@ -441,15 +447,22 @@ def _direct(gm, example_inputs):
             if _compile.draws_random(traced):
                 raise _Unsupported("draws random numbers")
             _check_outputs(traced)
-            functionalize(traced)
+            mutated = functionalize(traced)
             name = f"compiled_inference_{len(list(gm.graph.nodes))}nodes"
             code = _compile._Builder(traced, flat, name).build()
         if folder is not None:
-            _store(folder, code)
+            _store(folder, code, mutated)
     _compile._count("direct_graphs")
     _compile._add_seconds("seconds", time.perf_counter() - t0)
 
     def run(*args):
-        return code([*state, *args])
+        inputs = [*state, *args]
+        written = [inputs[i] for i in mutated]
+        outs = code(inputs)  # (empties |inputs|: the boxed convention)
+        # As an in-place op would: autograd then refuses a backward through a
+        # value saved before this update.
+        if written:
+            torch.autograd.graph.increment_version(written)
+        return outs
 
     return run

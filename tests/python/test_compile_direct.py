@@ -89,6 +89,25 @@ def test_copy_into_an_input_converts_and_broadcasts(paths):
     assert paths() == {"aot": 0, "graphs": 1, "fallbacks": 0}
 
 
+def test_updated_inputs_bump_their_version_as_in_place_ops_do(paths):
+    """A value saved for backward and then updated by a compiled graph makes
+    the backward fail, as after eager's in-place op."""
+    def update(b):
+        b.mul_(2)
+
+    for compiled in (False, True):
+        x = torch.randn(3).to("tpu").requires_grad_()
+        buf = torch.ones(3).to("tpu")
+        loss = (x * buf).sum()  # saves buf
+        v = buf._version
+        with torch.no_grad():
+            (torch.compile(update, backend="tpu") if compiled else update)(buf)
+        assert buf._version > v
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            loss.backward()
+    assert paths() == {"aot": 0, "graphs": 1, "fallbacks": 0}
+
+
 def test_in_place_results_keep_the_written_dtype(paths):
     def f(h, x, hs):
         h.add_(x)  # float16 += float32 stays float16
