@@ -172,6 +172,9 @@ def functionalize(gm):
         if written != [0] or (node.target is not aten.copy_.default and
                               _twin(node.target) is None):
             raise _Unsupported(f"{node.target} writes arguments {written}")
+        if torch.Tag.inplace_view in node.target.tags or \
+                node.target._schema.name in ("aten::set_", "aten::resize_", "aten::resize_as_"):
+            raise _Unsupported(f"{node.target} changes a tensor's sizes or storage")
         self_arg = node.args[0]
         targets = self_arg if isinstance(self_arg, (list, tuple)) else [self_arg]
         for a in targets:

@@ -168,7 +168,7 @@ def test_training_graphs_stay_with_aot_autograd(paths):
 
 
 @pytest.mark.parametrize("case", ["view-mutated", "output-view", "random", "aliased-inputs",
-                                  "aliased-whole-inputs"])
+                                  "aliased-whole-inputs", "metadata-mutated"])
 def test_graphs_the_path_cannot_take_fall_back(paths, case):
     if case == "view-mutated":
         def f(x):
@@ -179,6 +179,12 @@ def test_graphs_the_path_cannot_take_fall_back(paths, case):
         def f(x):
             return x.view(-1), x.sum()
         make, why = inputs([3, 4]), "view of an input"
+    elif case == "metadata-mutated":
+        def f(x):
+            y = x * 2
+            y.t_()  # sizes and strides change in place
+            return y + 1
+        make, why = inputs([3, 4]), "changes a tensor's sizes"
     elif case == "random":
         def f(x):
             return x + torch.rand_like(x) * 0
