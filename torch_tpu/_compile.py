@@ -61,12 +61,14 @@ def stats():
     # bucketed: programs built at bounds of changing sizes; specializations:
     # built per exact size (an op could not run padded). collective_cuts:
     # runs of collectives a graph was cut around (they run eagerly).
+    # direct_graphs / direct_fallbacks: graphs without autograd lowered
+    # without AOTAutograd / sent back to it (_compile_direct.py).
     for k in ("graphs", "programs", "recompiles", "bucketed", "specializations",
-              "cache_loads", "cache_stores", "collective_cuts"):
+              "cache_loads", "cache_stores", "collective_cuts", "direct_graphs",
+              "direct_fallbacks"):
         d.setdefault("compiled_" + k, 0)
-    d.setdefault("compiled_seconds", 0.0)
-    d.setdefault("compiled_xla_seconds", 0.0)
-    d.setdefault("compiled_lower_seconds", 0.0)
+    for k in ("seconds", "xla_seconds", "lower_seconds", "direct_trace_seconds"):
+        d.setdefault("compiled_" + k, 0.0)
     return d
 
 

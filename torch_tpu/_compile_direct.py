@@ -451,6 +451,9 @@ def _direct(gm, example_inputs):
                 raise _Unsupported("draws random numbers")
             _check_outputs(traced)
             mutated = functionalize(traced)
+            # The trace and rewrite (in place of AOTAutograd's passes), before
+            # the lowering and XLA.
+            _compile._add_seconds("direct_trace_seconds", time.perf_counter() - t0)
             name = f"compiled_inference_{len(list(gm.graph.nodes))}nodes"
             code = _compile._Builder(traced, flat, name).build()
         if folder is not None:

@@ -118,7 +118,7 @@ def run_arch(name, task, model_type, verbose=False, compiled=False):
         rec.update(status="skip", reason="cpu: " + _short(e))
         return rec
     before = _fallbacks()
-    graphs_before = torch.tpu._get_cache_stats()["compiled_graphs"]
+    stats_before = torch.tpu._get_cache_stats()
     tmodel = None
     if compiled:
         # A fresh Dynamo per architecture: code shared between models (mask
@@ -166,7 +166,12 @@ def run_arch(name, task, model_type, verbose=False, compiled=False):
         from torch._dynamo.utils import counters
         # Graphs the backend compiled and Dynamo's graph breaks: a model that
         # compiled nothing ran eagerly and proves nothing about compiling.
-        rec["compiled_graphs"] = torch.tpu._get_cache_stats()["compiled_graphs"] - graphs_before
+        stats = torch.tpu._get_cache_stats()
+        rec["compiled_graphs"] = stats["compiled_graphs"] - stats_before["compiled_graphs"]
+        # Of those, graphs without autograd lowered without AOTAutograd, and
+        # ones that path sent back to it.
+        for k in ("direct_graphs", "direct_fallbacks"):
+            rec[k] = stats["compiled_" + k] - stats_before["compiled_" + k]
         rec["graph_breaks"] = sum(counters["graph_break"].values())
         if rec["status"] == "match" and rec["compiled_graphs"] == 0:
             rec.update(status="crash", reason="nothing was compiled (ran eagerly)")
@@ -333,6 +338,8 @@ def totals(results):
         "ran_pct": pct(fwd["match"] + fwd["mismatch"], counted), "match_pct": pct(fwd["match"], counted),
         "causal_backward_counted": bcounted, "causal_backward_match": bwd["match"],
         "causal_backward_pct": pct(bwd["match"], bcounted), "fallback_ops": dict(fallbacks),
+        **{k: sum(r.get(k, 0) for r in results.values())
+           for k in ("compiled_graphs", "direct_graphs", "direct_fallbacks")},
     }
 
 
@@ -352,6 +359,10 @@ def report(results):
         f"{t['causal_backward_counted']} ({t['causal_backward_pct']:.1f}%)",
         _isolate.fallbacks_line(t["fallback_ops"], "architectures"),
     ]
+    if t["compiled_graphs"]:
+        lines.append(f"Compiled graphs: {t['compiled_graphs']}; without autograd, lowered "
+                     f"without AOTAutograd: {t['direct_graphs']}, sent back to it: "
+                     f"{t['direct_fallbacks']}")
     return "\n".join(lines)
 
 
