@@ -19,7 +19,9 @@ lowering fails here. ``TORCH_TPU_COMPILE_DIRECT=0`` sends every graph there.
 
 Results are cached on disk (the folder of the AOTAutograd entries) as the
 program tape, keyed by the Dynamo graph's code, its inputs' layouts and
-aliasing, and grad mode, so a warm process neither traces nor lowers.
+aliasing, and the global modes a trace reads (grad, default dtype,
+autocast, deterministic algorithms), so a warm process neither traces nor
+lowers.
 """
 import contextlib
 import hashlib
@@ -347,7 +349,8 @@ def _cache_key(gm, flat, state):
             h.update(repr((_layout(x), x.requires_grad, alias)).encode())
         else:
             h.update(repr(("int", x)).encode())
-    modes = [torch.is_grad_enabled(), torch.get_default_dtype()]
+    modes = [torch.is_grad_enabled(), torch.get_default_dtype(),
+             torch.are_deterministic_algorithms_enabled()]
     for dev in ("tpu", "cpu"):
         modes += [torch.is_autocast_enabled(dev), torch.get_autocast_dtype(dev)]
     h.update(repr(modes).encode())
