@@ -58,7 +58,7 @@ if mode == "compiled":
         finally:
             s1 = torch.tpu._get_cache_stats()
             for k in inside:
-                inside[k] += s1.get(k, 0.0) - s0.get(k, 0.0)
+                inside[k] += s1[k] - s0[k]
 
     step = torch.compile(step, backend=backend)
     # XLA compiles while Dynamo compiles (ops run eagerly while it traces,

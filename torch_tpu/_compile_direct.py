@@ -100,12 +100,11 @@ def _twin(op):
     return twin
 
 
-def _vals(v):
-    if isinstance(v, torch.Tensor):
-        return [v]
-    if isinstance(v, (list, tuple)):
-        return [t for e in v for t in _vals(e)]
-    return []
+def _storage(t):
+    """A key of |t|'s storage (fake tensors' too): equal keys, one memory."""
+    from torch.multiprocessing.reductions import StorageWeakRef
+
+    return StorageWeakRef(t.untyped_storage())
 
 
 def _layout(t):
@@ -155,13 +154,9 @@ def functionalize(gm):
     nothing but its placeholders, each by one final copy_; returns the
     positions of the placeholders it mutates. Raises _Unsupported where a
     view aliases a mutated tensor."""
-    from torch.multiprocessing.reductions import StorageWeakRef
-
     aten = torch.ops.aten
     graph = gm.graph
-
-    def key(t):
-        return StorageWeakRef(t.untyped_storage())
+    key = _storage
 
     # Storages some op writes.
     mutated = set()
@@ -204,7 +199,8 @@ def functionalize(gm):
             elif node.op == "placeholder":
                 raise _Unsupported("a mutated input aliases another input")
             root[node] = first[k]
-        elif any(key(t) in mutated for t in _vals(v)) and _returns_views(node):
+        elif any(key(t) in mutated for t in _compile._flat_vals(v)) and \
+                _returns_views(node):
             # (A list of fresh tensors, as a foreach op returns, is fine:
             # its elements, read through getitem, are the roots.)
             raise _Unsupported(f"{node.name} holds views of a mutated tensor")
@@ -308,10 +304,8 @@ def _check_outputs(traced):
     """Outputs must be values of their own: an input is returned as it is,
     but a view of an input or of another output would need AOTAutograd's
     view replay."""
-    from torch.multiprocessing.reductions import StorageWeakRef
-
     def key(n):
-        return StorageWeakRef(n.meta["val"].untyped_storage())
+        return _storage(n.meta["val"])
 
     inputs = {key(n) for n in traced.graph.nodes
               if n.op == "placeholder" and isinstance(n.meta.get("val"), torch.Tensor)}
