@@ -2,10 +2,10 @@
 again on the caches that run filled (warm), each in a fresh process:
 
 * torch.compile(step, backend="tpu"): imports, model setup, Dynamo tracing,
-  AOTAutograd (joint trace, partition, cache keys) for the training graph,
-  the direct trace of the optimizer's (no autograd), our lowering and
-  StableHLO emission, XLA compiles (seconds and count), and the rest
-  (execution, guards);
+  our own traces (the training graph's joint trace and partition, the
+  optimizer's trace), AOTAutograd (joint trace, partition, cache keys) for
+  graphs those send back, our lowering and StableHLO emission, XLA
+  compiles (seconds and count), and the rest (execution, guards);
 * strict and fused eager: imports, setup, XLA compiles, the rest;
 * JAX's jax.jit of the same model and AdamW (where --jax-python names an
   interpreter with jax installed; never a test dependency): imports, setup,
@@ -91,11 +91,11 @@ if mode == "compiled":
     ct = {a: float(b) for a, b in zip(h, v)}
     dynamo = ct.get("_compile.compile_inner", 0.0)
     backend = ct.get("OutputGraph.call_user_compiler", 0.0)
-    # The backend calls hold AOTAutograd (the training graph), which calls
-    # our compiler (the lowering and the forward's XLA compile; the
-    # backward's waits for the first backward, outside Dynamo), and the
-    # direct trace of graphs without autograd (the optimizer's) with its
-    # lowering and XLA compile; XLA compiles counted once, in their row.
+    # The backend calls hold our own traces (the training graph's joint
+    # trace and partition, the optimizer's trace) or, for graphs they
+    # send back, AOTAutograd; then the lowering and XLA compiles (the
+    # backward's waits for the first backward, outside Dynamo); XLA
+    # compiles counted once, in their row.
     ours = inside["compiled_lower_seconds"]
     direct = inside["compiled_direct_trace_seconds"]
     out.update({"dynamo tracing": dynamo - backend - (in_dynamo[0] - inside["compile_seconds"]),

@@ -61,11 +61,12 @@ def stats():
     # bucketed: programs built at bounds of changing sizes; specializations:
     # built per exact size (an op could not run padded). collective_cuts:
     # runs of collectives a graph was cut around (they run eagerly).
-    # direct_graphs / direct_fallbacks: graphs without autograd lowered
-    # without AOTAutograd / sent back to it (_compile_direct.py).
+    # direct_graphs / direct_fallbacks: graphs lowered without AOTAutograd
+    # / sent back to it (_compile_direct.py); direct_training_graphs: those
+    # of them with a backward (_compile_joint.py).
     for k in ("graphs", "programs", "recompiles", "bucketed", "specializations",
               "cache_loads", "cache_stores", "collective_cuts", "direct_graphs",
-              "direct_fallbacks"):
+              "direct_training_graphs", "direct_fallbacks"):
         d.setdefault("compiled_" + k, 0)
     for k in ("seconds", "xla_seconds", "lower_seconds", "direct_trace_seconds"):
         d.setdefault("compiled_" + k, 0.0)

@@ -1,5 +1,6 @@
-"""Graphs without autograd (an optimizer step, inference under no_grad)
-lowered without AOTAutograd.
+"""Graphs lowered without AOTAutograd: those without autograd (an
+optimizer step, inference under no_grad) here, training graphs through a
+joint trace of their forward and backward (_compile_joint.py).
 
 AOTAutograd serves such a graph with two full passes over it on fake
 tensors (one collecting metadata, one tracing under functionalization),
@@ -12,13 +13,13 @@ twin, later reads take the newest value, and a mutated graph input gets
 one ``copy_`` of its final value, the form the lowering already takes from
 AOTAutograd (the input's buffer is donated and replaced).
 
-Anything else goes to AOTAutograd as before: a graph that needs autograd,
+Anything else goes to AOTAutograd as before: a graph that
 draws random numbers, holds higher-order ops, mutates a view or an input
 that aliases another, returns a view of an input, or whose trace or
 lowering fails here. ``TORCH_TPU_COMPILE_DIRECT=0`` sends every graph there.
 
-Results are cached on disk (the folder of the AOTAutograd entries) as the
-program tape, keyed by the Dynamo graph's code, its inputs' layouts and
+Results are cached on disk (the folder of the AOTAutograd entries) as
+program tapes (two, with a backward), keyed by the Dynamo graph's code, its inputs' layouts and
 aliasing, and the global modes a trace reads (grad, default dtype,
 autocast, deterministic algorithms), so a warm process neither traces nor
 lowers.
@@ -32,7 +33,7 @@ import time
 
 import torch
 
-from . import _compile
+from . import _compile, _compile_joint
 
 
 # Why the last graph that tried this path went to AOTAutograd (for tests and
@@ -77,7 +78,12 @@ def _candidate(gm, flat):
             return False
     needs_grad = torch.is_grad_enabled() and any(
         isinstance(x, torch.Tensor) and x.requires_grad for x in flat)
-    return not needs_grad or _set_grad_off_first(gm)
+    if not needs_grad or _set_grad_off_first(gm):
+        return "inference"
+    differentiable = _compile_joint.differentiable_outputs(gm)
+    if differentiable is None:
+        return False
+    return "training" if differentiable else "inference"
 
 
 # -- in-place ops to values ---------------------------------------------------------
@@ -363,9 +369,21 @@ def _cache_folder(key):
     return os.path.join(root, "direct", key)
 
 
-def _load(folder):
+def _saved(code):
+    return (code.name, code.tape, code.layout, code.baked)
+
+
+def _revived(saved):
     from ._compile_cache import TpuOutputCode
 
+    name, tape, layout, baked = saved
+    tape.check_kernels()
+    return TpuOutputCode(name, tape, layout, baked, True)
+
+
+def _load(folder):
+    """A cached entry of |folder|: ("inference", code, mutated) or
+    ("training", plan), or None."""
     try:
         names = sorted(os.listdir(folder))
     except OSError:
@@ -376,24 +394,37 @@ def _load(folder):
         path = os.path.join(folder, entry)
         try:
             with open(path, "rb") as f:
-                name, tape, layout, baked, mutated = pickle.load(f)
+                kind, *rest = pickle.load(f)
+            if kind not in ("inference", "training"):
+                raise ValueError(kind)
         except Exception:  # damaged: a miss, and gone
             with contextlib.suppress(OSError):
                 os.unlink(path)
             continue
         try:
-            tape.check_kernels()
-            code = TpuOutputCode(name, tape, layout, baked, False)
-            code._ensure()
+            if kind == "inference":
+                code, mutated = _revived(rest[0]), rest[1]
+                code._ensure()
+                return kind, code, mutated
+            fields, fw, bw = rest
+            plan = _compile_joint.Plan(_revived(fw), _revived(bw), **fields)
+            plan.forward._ensure()  # (the backward's at the first backward)
         except Exception:  # made with another function of a custom op: a miss
             continue
-        return code, mutated
+        return kind, plan
     return None
 
 
-def _store(folder, code, mutated):
+def _store(folder, entry):
+    kind = entry[0]
     try:
-        data = pickle.dumps((code.name, code.tape, code.layout, code.baked, mutated))
+        if kind == "inference":
+            data = pickle.dumps((kind, _saved(entry[1]), entry[2]))
+        else:
+            plan = entry[1]
+            fields = {f: getattr(plan, f) for f in
+                      ("n_outputs", "differentiable", "grad_inputs", "backward_inputs")}
+            data = pickle.dumps((kind, fields, _saved(plan.forward), _saved(plan.backward)))
     except Exception:  # a constant that does not pickle: the graph is not cached
         return
     path = os.path.join(folder, hashlib.sha256(data).hexdigest()[:24] + ".pkl")
@@ -431,32 +462,28 @@ def _direct(gm, example_inputs):
     names = [*params, *buffers]
     state = [*params.values(), *buffers.values()]
     flat = state + list(example_inputs)
-    if not _candidate(gm, flat):
+    kind = _candidate(gm, flat)
+    if not kind:
         return None
     t0 = time.perf_counter()
     folder = _cache_folder(_cache_key(gm, flat, state))
     # (a load counts as a cache load)
-    found = _load(folder) if folder is not None else None
-    if found is not None:
-        code, mutated = found
-    else:
+    entry = _load(folder) if folder is not None else None
+    if entry is None:
         from torch._subclasses.fake_tensor import unset_fake_temporarily
 
         with unset_fake_temporarily():
-            traced = _trace(gm, names, flat)
-            if _compile.draws_random(traced):
-                raise _Unsupported("draws random numbers")
-            _check_outputs(traced)
-            mutated = functionalize(traced)
-            # The trace and rewrite (in place of AOTAutograd's passes), before
-            # the lowering and XLA.
-            _compile._add_seconds("direct_trace_seconds", time.perf_counter() - t0)
-            name = f"compiled_inference_{len(list(gm.graph.nodes))}nodes"
-            code = _compile._Builder(traced, flat, name).build()
+            entry = _trace_training(gm, names, flat, t0) if kind == "training" else \
+                _trace_inference(gm, names, flat, t0)
         if folder is not None:
-            _store(folder, code, mutated)
+            _store(folder, entry)
     _compile._count("direct_graphs")
+    if kind == "training":
+        _compile._count("direct_training_graphs")
     _compile._add_seconds("seconds", time.perf_counter() - t0)
+    if kind == "training":
+        return _compile_joint.runner(entry[1], state)
+    _, code, mutated = entry
 
     def run(*args):
         inputs = [*state, *args]
@@ -469,3 +496,29 @@ def _direct(gm, example_inputs):
         return outs
 
     return run
+
+
+def _trace_inference(gm, names, flat, t0):
+    traced = _trace(gm, names, flat)
+    if _compile.draws_random(traced):
+        raise _Unsupported("draws random numbers")
+    _check_outputs(traced)
+    mutated = functionalize(traced)
+    # The trace and rewrite (in place of AOTAutograd's passes), before the
+    # lowering and XLA.
+    _compile._add_seconds("direct_trace_seconds", time.perf_counter() - t0)
+    name = f"compiled_inference_{len(list(gm.graph.nodes))}nodes"
+    return "inference", _compile._Builder(traced, flat, name).build(), mutated
+
+
+def _trace_training(gm, names, flat, t0):
+    differentiable = _compile_joint.differentiable_outputs(gm)
+    joint, joint_inputs, grad_inputs, n_outputs = _compile_joint.trace(
+        gm, names, flat, differentiable)
+    if _compile.draws_random(joint):
+        raise _Unsupported("draws random numbers")
+    _compile_joint.check_outputs(joint, n_outputs)
+    if functionalize(joint):
+        raise _Unsupported("updates an input")
+    plan = _compile_joint.split(joint, joint_inputs, n_outputs, differentiable, grad_inputs, t0)
+    return "training", plan

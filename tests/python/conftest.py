@@ -36,6 +36,32 @@ def fresh_dynamo():
     torch._dynamo.reset()
 
 
+@pytest.fixture
+def paths(monkeypatch):
+    """Counts the compiled graphs each path of the tpu backend took in the
+    test: AOTAutograd, ours (graphs; training_graphs: those with a backward)
+    and ours sent back to AOTAutograd (fallbacks)."""
+    import torch_tpu._compile as C
+
+    seen = {"aot": 0}
+    real = C._aot_compile
+
+    def spy(gm, inputs):
+        seen["aot"] += 1
+        return real(gm, inputs)
+
+    monkeypatch.setattr(C, "_aot_compile", spy)
+    before = C.stats()
+
+    def taken():
+        now = C.stats()
+        return {"aot": seen["aot"],
+                **{k: now[f"compiled_direct_{k}"] - before[f"compiled_direct_{k}"]
+                   for k in ("graphs", "training_graphs", "fallbacks")}}
+
+    return taken
+
+
 def run_python(code, env=None, timeout=120):
     """Runs |code| in a fresh interpreter; returns the CompletedProcess."""
     e = dict(os.environ)

@@ -1,4 +1,5 @@
-"""Graphs without autograd lowered without AOTAutograd (_compile_direct):
+"""Graphs without autograd lowered without AOTAutograd (_compile_direct;
+training graphs: test_compile_joint.py):
 results and in-place updates equal eager's on tpu, and every graph the path
 cannot take exactly (views of mutated tensors, outputs aliasing inputs,
 random draws) still compiles correctly through AOTAutograd, counted."""
@@ -7,34 +8,11 @@ import copy
 import pytest
 import torch
 
-import torch_tpu._compile as C
 import torch_tpu._compile_direct as D
 
 pytestmark = pytest.mark.usefixtures("fresh_dynamo")
 
 F32 = dict(rtol=1e-5, atol=1e-6)
-
-
-@pytest.fixture
-def paths(monkeypatch):
-    """Counts the graphs each path took in the test."""
-    seen = {"aot": 0}
-    real = C._aot_compile
-
-    def spy(gm, inputs):
-        seen["aot"] += 1
-        return real(gm, inputs)
-
-    monkeypatch.setattr(C, "_aot_compile", spy)
-    before = C.stats()
-
-    def taken():
-        now = C.stats()
-        return {"aot": seen["aot"],
-                **{k: now.get(f"compiled_direct_{k}", 0) - before.get(f"compiled_direct_{k}", 0)
-                   for k in ("graphs", "fallbacks")}}
-
-    return taken
 
 
 def both(fn, make_args):
@@ -68,7 +46,7 @@ def test_in_place_updates_become_values(paths):
     ref, ref_args, out, args = both(f, inputs([4, 8], [8], [8], [8]))
     torch.testing.assert_close(out, ref, **F32)
     torch.testing.assert_close(args, ref_args, **F32)
-    assert paths() == {"aot": 0, "graphs": 1, "fallbacks": 0}
+    assert paths() == {"aot": 0, "graphs": 1, "training_graphs": 0, "fallbacks": 0}
 
 
 def test_copy_into_an_input_converts_and_broadcasts(paths):
@@ -86,7 +64,7 @@ def test_copy_into_an_input_converts_and_broadcasts(paths):
     torch.testing.assert_close(out, ref, **F32)
     torch.testing.assert_close(args, ref_args, **F32)
     assert args[2].dtype == torch.int64
-    assert paths() == {"aot": 0, "graphs": 1, "fallbacks": 0}
+    assert paths() == {"aot": 0, "graphs": 1, "training_graphs": 0, "fallbacks": 0}
 
 
 def test_updated_inputs_bump_their_version_as_in_place_ops_do(paths):
@@ -105,7 +83,7 @@ def test_updated_inputs_bump_their_version_as_in_place_ops_do(paths):
         assert buf._version > v
         with pytest.raises(RuntimeError, match="modified by an inplace operation"):
             loss.backward()
-    assert paths() == {"aot": 0, "graphs": 1, "fallbacks": 0}
+    assert paths() == {"aot": 0, "graphs": 1, "training_graphs": 0, "fallbacks": 0}
 
 
 def test_in_place_results_keep_the_written_dtype(paths):
@@ -123,7 +101,7 @@ def test_in_place_results_keep_the_written_dtype(paths):
     ref, ref_args, out, args = both(f, make)
     torch.testing.assert_close(out, ref)
     torch.testing.assert_close(args, ref_args)  # dtypes included
-    assert paths() == {"aot": 0, "graphs": 1, "fallbacks": 0}
+    assert paths() == {"aot": 0, "graphs": 1, "training_graphs": 0, "fallbacks": 0}
 
 
 @pytest.mark.parametrize("make_opt", [
@@ -157,14 +135,6 @@ def test_optimizer_step_matches_eager(paths, make_opt):
     torch.testing.assert_close(got, ref, **F32)
     taken = paths()
     assert taken["graphs"] >= 1 and taken["aot"] == 0 and taken["fallbacks"] == 0, taken
-
-
-def test_training_graphs_stay_with_aot_autograd(paths):
-    lin = torch.nn.Linear(4, 3).to("tpu")
-    x = torch.randn(2, 4).to("tpu")
-    torch.compile(lin, backend="tpu")(x).sum().backward()
-    assert lin.weight.grad is not None
-    assert paths() == {"aot": 1, "graphs": 0, "fallbacks": 0}
 
 
 @pytest.mark.parametrize("case", ["view-mutated", "output-view", "random", "aliased-inputs",
@@ -201,7 +171,7 @@ def test_graphs_the_path_cannot_take_fall_back(paths, case):
     ref, ref_args, out, args = both(f, make)
     torch.testing.assert_close(out, ref, **F32)
     torch.testing.assert_close(args, ref_args, **F32)
-    assert paths() == {"aot": 1, "graphs": 0, "fallbacks": 1}
+    assert paths() == {"aot": 1, "graphs": 0, "training_graphs": 0, "fallbacks": 1}
     assert why in D.last_fallback
 
 
@@ -212,7 +182,7 @@ def test_a_failure_inside_the_path_falls_back(paths, monkeypatch):
     monkeypatch.setattr(D, "_trace", broken)
     ref, _, out, _ = both(lambda x: x.exp() * 2, inputs([5]))
     torch.testing.assert_close(out, ref, **F32)
-    assert paths() == {"aot": 1, "graphs": 0, "fallbacks": 1}
+    assert paths() == {"aot": 1, "graphs": 0, "training_graphs": 0, "fallbacks": 1}
     assert D.last_fallback == "RuntimeError: trace failed"
 
 
@@ -231,7 +201,7 @@ def test_switched_off(paths, monkeypatch):
     monkeypatch.setenv("TORCH_TPU_COMPILE_DIRECT", "0")
     ref, _, out, _ = both(lambda x: x.relu() + 1, inputs([5]))
     torch.testing.assert_close(out, ref)
-    assert paths() == {"aot": 1, "graphs": 0, "fallbacks": 0}
+    assert paths() == {"aot": 1, "graphs": 0, "training_graphs": 0, "fallbacks": 0}
 
 
 def test_cache_key_tells_layouts_and_aliasing_apart():

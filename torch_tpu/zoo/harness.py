@@ -168,9 +168,9 @@ def run_arch(name, task, model_type, verbose=False, compiled=False):
         # compiled nothing ran eagerly and proves nothing about compiling.
         stats = torch.tpu._get_cache_stats()
         rec["compiled_graphs"] = stats["compiled_graphs"] - stats_before["compiled_graphs"]
-        # Of those, graphs without autograd lowered without AOTAutograd, and
-        # ones that path sent back to it.
-        for k in ("direct_graphs", "direct_fallbacks"):
+        # Of those, graphs lowered without AOTAutograd (with a backward:
+        # training graphs), and ones that path sent back to it.
+        for k in ("direct_graphs", "direct_training_graphs", "direct_fallbacks"):
             rec[k] = stats["compiled_" + k] - stats_before["compiled_" + k]
         rec["graph_breaks"] = sum(counters["graph_break"].values())
         if rec["status"] == "match" and rec["compiled_graphs"] == 0:
@@ -339,7 +339,8 @@ def totals(results):
         "causal_backward_counted": bcounted, "causal_backward_match": bwd["match"],
         "causal_backward_pct": pct(bwd["match"], bcounted), "fallback_ops": dict(fallbacks),
         **{k: sum(r.get(k, 0) for r in results.values())
-           for k in ("compiled_graphs", "direct_graphs", "direct_fallbacks")},
+           for k in ("compiled_graphs", "direct_graphs", "direct_training_graphs",
+                     "direct_fallbacks")},
     }
 
 
@@ -360,9 +361,9 @@ def report(results):
         _isolate.fallbacks_line(t["fallback_ops"], "architectures"),
     ]
     if t["compiled_graphs"]:
-        lines.append(f"Compiled graphs: {t['compiled_graphs']}; without autograd, lowered "
-                     f"without AOTAutograd: {t['direct_graphs']}, sent back to it: "
-                     f"{t['direct_fallbacks']}")
+        lines.append(f"Compiled graphs: {t['compiled_graphs']}; lowered without AOTAutograd: "
+                     f"{t['direct_graphs']} ({t['direct_training_graphs']} with a backward), "
+                     f"sent back to it: {t['direct_fallbacks']}")
     return "\n".join(lines)
 
 
