@@ -1,7 +1,10 @@
-"""``torch.compile(backend="tpu")``: Dynamo graphs through AOTAutograd into
-one XLA executable per forward / backward / inference graph. Graphs that
-need no autograd (an optimizer step, inference under no_grad) skip
-AOTAutograd where they can (``_compile_direct.py``).
+"""``torch.compile(backend="tpu")``: Dynamo graphs into one XLA executable
+per forward / backward / inference graph. Most skip AOTAutograd: graphs
+without autograd (an optimizer step, inference under no_grad) take one trace
+to ATen (``_compile_direct.py``), training graphs one joint trace of forward
+and backward and our own autograd.Function (``_compile_joint.py``); the rest
+(input mutation with a backward, random draws, outputs aliasing inputs,
+higher-order ops) go through AOTAutograd.
 
 Each FX node is lowered by the same C rule table eager uses
 (``torch_tpu._C.Program``); the decomposition table only covers ops that have

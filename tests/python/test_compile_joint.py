@@ -85,6 +85,25 @@ def test_non_leaf_inputs_and_transposed_output_gradients(paths):
     assert paths()["training_graphs"] == 1
 
 
+def test_parameters_the_loss_does_not_reach_get_no_gradient(paths):
+    """As in eager: .grad stays None (not zeros) for a parameter the graph
+    reads only for an output without gradient."""
+    class Head(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.used = torch.nn.Linear(4, 2)
+            self.unused = torch.nn.Linear(4, 2)
+
+        def forward(self, x):
+            return self.used(x), self.unused(x).argmax(-1)
+
+    model = Head().to("tpu")
+    out, idx = torch.compile(model, backend="tpu")(torch.randn(3, 4).to("tpu"))
+    out.sum().backward()
+    assert model.used.weight.grad is not None and model.unused.weight.grad is None
+    assert paths()["training_graphs"] == 1
+
+
 def test_a_saved_input_changed_before_backward_is_refused(paths):
     w = torch.randn(4, 4).to("tpu").requires_grad_()
     x = torch.randn(2, 4).to("tpu")
