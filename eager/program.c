@@ -32,15 +32,24 @@ struct tpr_program {
 // A compile on a thread of its own: a compile keeps only part of a
 // machine's cores busy (XLA:CPU's gains 1.7x from a second core), so a
 // forward and a backward compiled side by side finish sooner than in turn.
-// The executor lock is not held while XLA compiles.
+// The executor lock is not held while XLA compiles. A run before the
+// compile ends queues its launch on a pending executable (the launch waits
+// for the code, the caller does not); the thread then gives it the code
+// and keeps it in the executor's caches itself, so a process that exits
+// after one run still leaves it on disk.
 typedef struct background {
   pthread_t thread;
+  const tpr_program_t* program;  // sealed: its graph no longer changes
   uint64_t key[2];
   char* text;  // StableHLO, owned
   size_t len;
   char name[128];
   tpr_executable_t* exe;  // the result, or NULL with |status|
   tpr_status_t status;
+  pthread_mutex_t lock;        // guards the two below
+  bool finished;               // |exe| / |status| are final
+  tpr_executable_t* pending;   // retained; NULL unless a run came first
+  bool joined;                 // the thread was joined (finish_background)
 } background_t;
 
 static tpr_program_stats_t stats;  // guarded by the executor lock
@@ -81,7 +90,9 @@ tpr_status_t tpr_program_create(const tpr_type_t* input_types, int num_inputs,
 
 static void background_free(background_t* b) {
   if (!b) return;
-  pthread_join(b->thread, NULL);
+  if (!b->joined) pthread_join(b->thread, NULL);
+  pthread_mutex_destroy(&b->lock);
+  tpr_executable_release(b->pending);
   tpr_executable_release(b->exe);
   tpr_status_free(b->status);
   tpr_free(b->text);
@@ -189,10 +200,33 @@ static int bg_running;
 static void* background_compile(void* arg) {
   background_t* b = arg;
   double t0 = tpr_now_seconds();
-  b->status = tpr_executable_compile(tpr_eager_client(), b->text, b->len, &b->exe);
-  if (tpr_status_is_ok(b->status) && getenv("TORCH_TPU_LOG_COMPILES"))
+  tpr_executable_t* exe = NULL;
+  tpr_status_t status = tpr_executable_compile(tpr_eager_client(), b->text, b->len, &exe);
+  if (tpr_status_is_ok(status) && getenv("TORCH_TPU_LOG_COMPILES"))
     fprintf(stderr, "torch_tpu: compiled %s (%zu bytes of StableHLO, in the background) "
                     "in %.1f ms\n", b->name, b->len, 1e3 * (tpr_now_seconds() - t0));
+  pthread_mutex_lock(&b->lock);
+  b->exe = exe;
+  b->status = status;
+  b->finished = true;
+  tpr_executable_t* pending = b->pending;
+  pthread_mutex_unlock(&b->lock);
+  if (pending) {
+    // Launches are waiting: give them the code (before taking the executor
+    // lock, which their caller may hold while it waits for them), then keep
+    // the executable in the caches, as compile() would have.
+    tpr_executable_fulfil(pending, exe,
+                          exe ? tpr_ok_status()
+                              : tpr_status_make(tpr_status_code(status), "%s",
+                                                tpr_status_message(status)));
+    if (exe) {
+      tpr_eager_lock();
+      if (!tpr_exec_cache_find(b->key))
+        tpr_status_free(tpr_eager_keep_executable_locked(b->program->graph, b->key, pending));
+      stats.programs_compiled++;
+      tpr_eager_unlock();
+    }
+  }
   pthread_mutex_lock(&bg_lock);
   bg_running--;
   pthread_cond_broadcast(&bg_idle);
@@ -205,11 +239,13 @@ bool tpr_program_wait_for_compiles(double timeout_seconds) {
 }
 
 tpr_status_t tpr_program_compile_start(tpr_program_t* p, const char* name) {
-  if (p->exe || p->bg || tpr_tierup_enabled()) return tpr_ok_status();
+  if (p->exe || p->bg) return tpr_ok_status();
   if (!tpr_eager_client())
     return TPR_ERR(FAILED_PRECONDITION, "the tpu runtime is not initialized");
   if (!p->sealed) TPR_RETURN_IF_ERROR(seal(p));
   TPR_RETURN_IF_ERROR(tpr_graph_status(p->graph));
+  // (Tiered: the first run compiles the quick tier, the full one follows.)
+  if (tpr_tierup_enabled()) return tpr_ok_status();
   background_t* b = tpr_calloc(1, sizeof *b);
   if (!b) return TPR_ERR(RESOURCE_EXHAUSTED, "out of host memory");
   tpr_graph_hash(p->graph, b->key);
@@ -223,6 +259,8 @@ tpr_status_t tpr_program_compile_start(tpr_program_t* p, const char* name) {
   s = start ? tpr_graph_emit_stablehlo(p->graph, &b->text, &b->len) : tpr_ok_status();
   if (start && tpr_status_is_ok(s)) {
     snprintf(b->name, sizeof b->name, "%s", name ? name : "a program");
+    b->program = p;
+    pthread_mutex_init(&b->lock, NULL);
     pthread_mutex_lock(&bg_lock);
     bg_running++;
     pthread_mutex_unlock(&bg_lock);
@@ -233,6 +271,7 @@ tpr_status_t tpr_program_compile_start(tpr_program_t* p, const char* name) {
     pthread_mutex_lock(&bg_lock);
     bg_running--;
     pthread_mutex_unlock(&bg_lock);
+    pthread_mutex_destroy(&b->lock);
   }
   tpr_free(b->text);
   tpr_free(b);
@@ -245,7 +284,13 @@ static void finish_background(tpr_program_t* p, bool* out_compiled) {
   background_t* b = p->bg;
   p->bg = NULL;
   pthread_join(b->thread, NULL);
-  if (b->exe) {
+  b->joined = true;
+  if (b->pending && b->exe) {
+    // The thread gave its code to the launches' executable, kept and
+    // counted it.
+    p->exe = tpr_executable_retain(b->pending);
+    if (out_compiled) *out_compiled = true;
+  } else if (b->exe) {
     tpr_eager_lock();
     tpr_executable_t* exe = tpr_exec_cache_find(b->key);  // compiled meanwhile?
     if (!exe) {
@@ -261,10 +306,48 @@ static void finish_background(tpr_program_t* p, bool* out_compiled) {
     tpr_eager_unlock();
   }
   // A failed compile is made again by the caller, which reports its error.
-  tpr_executable_release(b->exe);
-  tpr_status_free(b->status);
-  tpr_free(b->text);
-  tpr_free(b);
+  background_free(b);
+}
+
+// The executable a run launches (+1): the program's, or, while its
+// background compile runs, a pending one the launch waits on; fetched from
+// the caches (or compiled) here when a compile was started and is over.
+static tpr_status_t executable_for_run(tpr_program_t* p, tpr_executable_t** out) {
+  *out = NULL;
+  background_t* b = p->bg;
+  if (!p->exe && b) {
+    tpr_status_t s = tpr_ok_status();
+    pthread_mutex_lock(&b->lock);
+    if (!b->finished && !b->pending) {
+      int n = p->num_outputs + (p->num_checks > 0);
+      int32_t* dtypes = tpr_calloc((size_t)n + 1, sizeof *dtypes);
+      int32_t* ranks = tpr_calloc((size_t)n + 1, sizeof *ranks);
+      int64_t* dims = tpr_calloc(((size_t)n + 1) * TPR_MAX_RANK, sizeof *dims);
+      if (dtypes && ranks && dims) {
+        for (int k = 0; k < p->num_outputs; k++) {  // flat, as seal() adds them
+          dtypes[k] = p->outputs[k].type.dtype;
+          ranks[k] = 1;
+          dims[(size_t)k * TPR_MAX_RANK] = tpr_type_numel(&p->outputs[k].type);
+        }
+        if (p->num_checks) dtypes[p->num_outputs] = TPR_DTYPE_S32;  // a scalar
+        s = tpr_executable_create_pending(tpr_eager_client(), (size_t)n, dtypes, ranks,
+                                          dims, &b->pending);
+      } else {
+        s = TPR_ERR(RESOURCE_EXHAUSTED, "out of host memory");
+      }
+      tpr_free(dtypes);
+      tpr_free(ranks);
+      tpr_free(dims);
+    }
+    if (!b->finished && b->pending) *out = tpr_executable_retain(b->pending);
+    pthread_mutex_unlock(&b->lock);
+    if (*out || !tpr_status_is_ok(s)) return s;
+  }
+  if (!p->exe && !p->sealed)
+    return TPR_ERR(FAILED_PRECONDITION, "the program is not compiled");
+  if (!p->exe) TPR_RETURN_IF_ERROR(tpr_program_compile(p, "a compiled program", NULL));
+  *out = tpr_executable_retain(p->exe);
+  return tpr_ok_status();
 }
 
 tpr_status_t tpr_program_compile(tpr_program_t* p, const char* name,
@@ -331,7 +414,7 @@ bool tpr_program_input_ok(const tpr_program_t* p, int index,
   return ok;
 }
 
-static tpr_status_t run_locked(tpr_program_t* p, int device,
+static tpr_status_t run_locked(tpr_program_t* p, tpr_executable_t* exe, int device,
                                tpr_storage_t* const* inputs,
                                tpr_storage_t* const* outputs,
                                tpr_buffer_t** args, bool* donate,
@@ -380,9 +463,13 @@ static tpr_status_t run_locked(tpr_program_t* p, int device,
       fresh_bytes += (size_t)tpr_type_numel(&p->outputs[k].type) *
                      tpr_dtype_size(p->outputs[k].type.dtype);
   }
+  // A launch that waits for its code allocates nothing until the code is
+  // there: bounding the run-ahead by its bytes would only make this caller
+  // wait for the compile, which is what queueing it spares.
+  if (!tpr_executable_has_code(exe)) fresh_bytes = 0;
   if (tpr_status_is_ok(s)) {
     tpr_pending_reserve(fresh_bytes);
-    s = tpr_executable_execute(p->exe, device, args, (size_t)p->num_inputs, donate,
+    s = tpr_executable_execute(exe, device, args, (size_t)p->num_inputs, donate,
                                results, tpr_eager_launch_blocking());
   }
   for (int i = 0; i < p->num_inputs; i++)
@@ -411,18 +498,23 @@ static tpr_status_t run_locked(tpr_program_t* p, int device,
 tpr_status_t tpr_program_run(tpr_program_t* p, int device,
                              tpr_storage_t* const* inputs,
                              tpr_storage_t* const* outputs) {
-  if (!p->exe) return TPR_ERR(FAILED_PRECONDITION, "the program is not compiled");
+  tpr_executable_t* exe = NULL;
+  TPR_RETURN_IF_ERROR(executable_for_run(p, &exe));
   size_t ni = (size_t)p->num_inputs, no = (size_t)p->num_outputs + (p->num_checks > 0);
   // One block: argument buffers, donation flags, result buffers.
   void* block = tpr_calloc(1, (ni + 1) * (sizeof(tpr_buffer_t*) + sizeof(bool)) +
                                   (no + 1) * sizeof(tpr_buffer_t*));
-  if (!block) return TPR_ERR(RESOURCE_EXHAUSTED, "out of host memory");
+  if (!block) {
+    tpr_executable_release(exe);
+    return TPR_ERR(RESOURCE_EXHAUSTED, "out of host memory");
+  }
   tpr_buffer_t** args = block;
   tpr_buffer_t** results = args + ni + 1;
   bool* donate = (bool*)(results + no + 1);
   tpr_eager_lock();
-  tpr_status_t s = run_locked(p, device, inputs, outputs, args, donate, results);
+  tpr_status_t s = run_locked(p, exe, device, inputs, outputs, args, donate, results);
   tpr_eager_unlock();
+  tpr_executable_release(exe);
   // The checks' result (run_locked leaves it): waiting for it makes the
   // failure this run's error, as PyTorch's eager kernels raise theirs.
   tpr_buffer_t* checked = p->num_checks ? results[p->num_outputs] : NULL;

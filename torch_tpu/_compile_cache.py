@@ -199,6 +199,17 @@ class TpuOutputCode(OutputCode):
             self._prog = None
         return self._run
 
+    def start(self):
+        """Runs from now on without waiting for a compile in flight (build's
+        |background|): a run before it ends is queued on the code to come,
+        and the wait moves to the first read of a result."""
+        if self._run is None and self._prog is not None:
+            from . import _compile
+
+            self._run = _compile._runner(self._prog, self.layout, self.baked)
+            self._prog = None
+        return self
+
     def __call__(self, inputs):
         return self._ensure()(inputs)
 

@@ -186,13 +186,14 @@ def split(joint, joint_inputs, n_outputs, differentiable, grad_inputs, t0):
     fw_in = [n.meta["val"] for n in fw.graph.nodes if n.op == "placeholder"]
     bw_in = [n.meta["val"] for n in bw.graph.nodes if n.op == "placeholder"]
     nodes = len(joint.graph.nodes)
-    # Side by side, each on a thread of its own; the forward awaited here
-    # (its errors belong to torch.compile), the backward at the first backward.
+    # Side by side, each on a thread of its own, and awaited by neither the
+    # forward's first run nor the backward's: their launches wait for the
+    # code, so Dynamo goes on tracing (the resume frames, the optimizer's
+    # step) while XLA compiles; a compile that fails fails the results.
     forward = _compile._Builder(fw, fw_in, f"compiled_forward_{nodes}nodes").build(
-        lazy=True, background=True)
+        lazy=True, background=True).start()
     backward = _compile._Builder(bw, bw_in, f"compiled_backward_{nodes}nodes").build(
-        lazy=True, background=True)
-    forward._ensure()
+        lazy=True, background=True).start()
     return Plan(forward, backward, n_outputs, list(differentiable), list(grad_inputs),
                 backward_inputs)
 

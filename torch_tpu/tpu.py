@@ -298,7 +298,8 @@ def is_current_stream_capturing():
 def wait_for_compiles(timeout=None):
     """Waits until every program is running its fully optimised code, and
     until the XLA compiles torch.compile started in the background (a
-    training graph's backward) are done.
+    training graph's forward and backward, whose first runs are queued on
+    the code to come instead of waiting for it) are done and counted.
 
     With TORCH_TPU_TIERED_COMPILE=1, a program the process has not seen
     before is first compiled quickly at a lower optimisation level and runs

@@ -223,6 +223,25 @@ tpr_status_t tpr_executable_deserialize(tpr_client_t* client, const void* data,
 
 size_t tpr_executable_num_outputs(const tpr_executable_t* executable);
 
+// An executable whose code comes later (a compile still running): its
+// outputs' types are known now (|dtypes| as tpr_dtype_t values, ranks, and
+// dims row by row, TPR_MAX_RANK per output), so launches can be queued on
+// it; each waits until tpr_executable_fulfil gives it code, and fails with
+// the compile's error if that failed. Its arguments are not checked against
+// a signature.
+tpr_status_t tpr_executable_create_pending(tpr_client_t* client, size_t num_outputs,
+                                           const int32_t* dtypes, const int32_t* ranks,
+                                           const int64_t* dims,
+                                           tpr_executable_t** out_executable)
+    TPR_MUST_USE_RESULT;
+// Whether |executable| has its code (always, unless pending and unfulfilled).
+bool tpr_executable_has_code(tpr_executable_t* executable);
+// Gives pending |executable| the code of |compiled| (moved out of it; its
+// outputs' types must equal the pending ones), or, with |compiled| NULL,
+// the failure |error| (consumed). Once per pending executable, on any thread.
+void tpr_executable_fulfil(tpr_executable_t* executable, tpr_executable_t* compiled,
+                           tpr_status_t error);
+
 // Runs |executable| on device |ordinal|. |outputs| receives num_outputs new
 // buffers (+1 each). |donate| (may be NULL) marks arguments whose buffers the
 // program may reuse for outputs (the module must declare the aliasing); a

@@ -94,6 +94,7 @@ static tpr_status_t wrap_loaded(tpr_client_t* client,
   }
   atomic_init(&e->refs, 1);
   e->client = client;
+  e->pending = NULL;
   e->loaded = loaded;
   e->first_tier_code = NULL;
   atomic_init(&e->first_tier, false);
@@ -268,6 +269,8 @@ tpr_status_t tpr_executable_serialize(tpr_executable_t* executable,
   *out_size = 0;
   if (!executable) return TPR_ERR(INVALID_ARGUMENT, "executable is NULL");
   const PJRT_Api* api = executable->client->api;
+  if (!atomic_load(&executable->loaded))
+    return TPR_ERR(FAILED_PRECONDITION, "the executable has no code yet");
   if (!TPR_PJRT_HAS(api, Executable_Serialize))
     return TPR_ERR(UNIMPLEMENTED, "the PJRT plugin cannot serialize");
   PJRT_LoadedExecutable_GetExecutable_Args g = {
@@ -404,11 +407,26 @@ static tpr_status_t check_args(const tpr_executable_t* e, int ordinal,
   return tpr_ok_status();
 }
 
+// Waits for a pending executable's code; its compile's error otherwise.
+static tpr_status_t await_code(tpr_executable_t* e) {
+  tpr_pending_code_t* p = e->pending;
+  pthread_mutex_lock(&p->lock);
+  while (!p->done) pthread_cond_wait(&p->ready, &p->lock);
+  tpr_status_t s = p->failure ? tpr_status_make(tpr_status_code(p->failure),
+                                                "compiling this program failed: %s",
+                                                tpr_status_message(p->failure))
+                              : tpr_ok_status();
+  pthread_mutex_unlock(&p->lock);
+  return s;
+}
+
 tpr_status_t tpr_executable_run(tpr_executable_t* e, int ordinal,
                                 tpr_buffer_t* const* args, size_t num_args,
                                 const bool* donate, PJRT_Buffer** out,
                                 PJRT_Event** done) {
   size_t nout = e->num_outputs;
+  for (size_t i = 0; i < nout; i++) out[i] = NULL;
+  if (e->pending) TPR_RETURN_IF_ERROR(await_code(e));
   // Argument and non-donatable index arrays: on the stack for small calls,
   // one heap block otherwise.
   PJRT_Buffer* stack_in[TPR_EXECUTE_STACK_ARGS];
@@ -427,7 +445,6 @@ tpr_status_t tpr_executable_run(tpr_executable_t* e, int ordinal,
     in[i] = args[i]->buffer;
     if (!donate || !donate[i]) keep[num_keep++] = (int64_t)i;
   }
-  for (size_t i = 0; i < nout; i++) out[i] = NULL;
 
   const PJRT_Api* api = e->client->api;
   PJRT_ExecuteOptions options = {
@@ -618,6 +635,78 @@ tpr_status_t tpr_executable_execute_replicated(tpr_executable_t* executable,
   return tpr_status_annotate(s, "executing on %d replicas", reps);
 }
 
+tpr_status_t tpr_executable_create_pending(tpr_client_t* client, size_t num_outputs,
+                                           const int32_t* dtypes, const int32_t* ranks,
+                                           const int64_t* dims,
+                                           tpr_executable_t** out_executable) {
+  *out_executable = NULL;
+  if (!client || (num_outputs && (!dtypes || !ranks || !dims)))
+    return TPR_ERR(INVALID_ARGUMENT, "bad pending executable");
+  for (size_t i = 0; i < num_outputs; i++)
+    if (!tpr_dtype_is_valid((tpr_dtype_t)dtypes[i]) || ranks[i] < 0 ||
+        ranks[i] > TPR_MAX_RANK)
+      return TPR_ERR(INVALID_ARGUMENT, "pending output %zu has dtype %d and rank %d", i,
+                     dtypes[i], ranks[i]);
+  tpr_executable_t* e = (tpr_executable_t*)tpr_calloc(
+      1, sizeof *e + num_outputs * sizeof(tpr_tensor_sig_t));
+  tpr_pending_code_t* p = (tpr_pending_code_t*)tpr_calloc(1, sizeof *p);
+  if (!e || !p) {
+    tpr_free(e);
+    tpr_free(p);
+    return TPR_ERR(RESOURCE_EXHAUSTED, "out of memory");
+  }
+  pthread_mutex_init(&p->lock, NULL);
+  pthread_cond_init(&p->ready, NULL);
+  for (size_t i = 0; i < num_outputs; i++) {
+    e->sigs[i].dtype = dtypes[i];
+    e->sigs[i].rank = ranks[i];
+    for (int k = 0; k < ranks[i]; k++) e->sigs[i].dims[k] = dims[i * TPR_MAX_RANK + k];
+  }
+  atomic_init(&e->refs, 1);
+  e->client = client;
+  e->pending = p;
+  atomic_init(&e->first_tier, false);
+  e->num_outputs = num_outputs;
+  e->num_params = -1;
+  e->params = e->sigs + num_outputs;
+  *out_executable = e;
+  return tpr_ok_status();
+}
+
+bool tpr_executable_has_code(tpr_executable_t* executable) {
+  tpr_pending_code_t* p = executable->pending;
+  if (!p) return true;
+  pthread_mutex_lock(&p->lock);
+  bool done = p->done && !p->failure;
+  pthread_mutex_unlock(&p->lock);
+  return done;
+}
+
+void tpr_executable_fulfil(tpr_executable_t* executable, tpr_executable_t* compiled,
+                           tpr_status_t error) {
+  tpr_executable_t* e = executable;
+  tpr_pending_code_t* p = e->pending;
+  if (compiled && tpr_status_is_ok(error)) {
+    bool same = compiled->num_outputs == e->num_outputs && compiled->num_replicas == 0;
+    for (size_t i = 0; same && i < e->num_outputs; i++)
+      same = sig_equal(&compiled->sigs[i], &e->sigs[i]);
+    if (same) {
+      e->loaded = compiled->loaded;  // published by the lock below
+      compiled->loaded = NULL;
+    } else {
+      error = TPR_ERR(INTERNAL, "the compiled program's outputs differ from the "
+                                "types its launches were queued with");
+    }
+  } else if (tpr_status_is_ok(error)) {
+    error = TPR_ERR(INTERNAL, "a pending executable got no code");
+  }
+  pthread_mutex_lock(&p->lock);
+  p->failure = error;
+  p->done = true;
+  pthread_cond_broadcast(&p->ready);
+  pthread_mutex_unlock(&p->lock);
+}
+
 tpr_executable_t* tpr_executable_retain(tpr_executable_t* executable) {
   if (executable)
     atomic_fetch_add_explicit(&executable->refs, 1, memory_order_relaxed);
@@ -635,6 +724,12 @@ void tpr_executable_release(tpr_executable_t* executable) {
     if (!code[i]) continue;
     PJRT_LoadedExecutable_Destroy_Args x = {.struct_size = sizeof x, .executable = code[i]};
     tpr_status_free(tpr_pjrt_status(api, api->LoadedExecutable_Destroy(&x)));
+  }
+  if (executable->pending) {
+    pthread_mutex_destroy(&executable->pending->lock);
+    pthread_cond_destroy(&executable->pending->ready);
+    tpr_status_free(executable->pending->failure);
+    tpr_free(executable->pending);
   }
   tpr_free(executable);
 }

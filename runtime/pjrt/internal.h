@@ -8,6 +8,7 @@
 #define TPR_RUNTIME_PJRT_INTERNAL_H_
 
 #include <limits.h>
+#include <pthread.h>
 #include <stdatomic.h>
 
 #include "runtime/internal.h"
@@ -68,9 +69,18 @@ struct tpr_buffer {
   int64_t dims[TPR_MAX_RANK];
 };
 
+// The code a pending executable waits for (tpr_executable_create_pending).
+typedef struct tpr_pending_code {
+  pthread_mutex_t lock;
+  pthread_cond_t ready;
+  bool done;             // |loaded| or |failure| is set
+  tpr_status_t failure;  // owned
+} tpr_pending_code_t;
+
 struct tpr_executable {
   atomic_int refs;
   tpr_client_t* client;
+  tpr_pending_code_t* pending;  // owned; NULL for an executable made with its code
   // Owned. Replaced once by tpr_executable_upgrade (a launch thread reads
   // it meanwhile); the code it replaced stays in |first_tier_code|.
   _Atomic(PJRT_LoadedExecutable*) loaded;

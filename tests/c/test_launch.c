@@ -149,3 +149,101 @@ TPR_TEST(launch_destroy_drains_the_queue) {
   tpr_executable_release(e);
   tpr_client_destroy(c);  // the harness checks that nothing leaked
 }
+
+// Fulfils a pending executable from another thread after a moment, as a
+// background compile does.
+typedef struct {
+  tpr_executable_t* pending;
+  tpr_executable_t* compiled;
+} fulfil_later_t;
+
+static void* fulfil_later(void* arg) {
+  fulfil_later_t* f = arg;
+  struct timespec nap = {0, 20 * 1000 * 1000};
+  nanosleep(&nap, NULL);
+  tpr_executable_fulfil(f->pending, f->compiled, tpr_ok_status());
+  return NULL;
+}
+
+// Launches queued on an executable whose code is still compiling: the
+// caller goes on, each launch (and those queued behind it) waits for the
+// code, results are right; on the synchronous path the call itself waits.
+TPR_TEST(launch_waits_for_pending_code) {
+  for (int synchronous = 0; synchronous < 2; synchronous++) {
+    tpr_client_t* c;
+    CHECK_OK(client_with(synchronous, &c));
+    int32_t dtype = TPR_DTYPE_F32, rank = 1;
+    int64_t dims[TPR_MAX_RANK] = {4};
+    tpr_executable_t *pending, *compiled;
+    CHECK_OK(tpr_executable_create_pending(c, 1, &dtype, &rank, dims, &pending));
+    CHECK(tpr_executable_num_outputs(pending) == 1);
+    CHECK_OK(fixture_compile(c, ADD_F32_4, &compiled));
+    float x[4] = {1, 2, 0.5f, -1}, r[4];
+    tpr_buffer_t *bx, *once, *twice;
+    CHECK_OK(fixture_f32(c, 0, x, 4, &bx));
+    fulfil_later_t f = {pending, compiled};
+    pthread_t t;
+    if (synchronous) CHECK(pthread_create(&t, NULL, fulfil_later, &f) == 0);
+    tpr_buffer_t* args[2] = {bx, bx};
+    CHECK_OK(tpr_executable_execute(pending, 0, args, 2, NULL, &once, false));
+    CHECK(tpr_buffer_rank(once) == 1 && tpr_buffer_dims(once)[0] == 4);
+    tpr_buffer_t* args2[2] = {once, bx};
+    CHECK_OK(tpr_executable_execute(pending, 0, args2, 2, NULL, &twice, false));
+    if (!synchronous) {
+      CHECK(!tpr_buffer_is_ready(twice));  // nothing can run before the code
+      CHECK(pthread_create(&t, NULL, fulfil_later, &f) == 0);
+    }
+    CHECK_OK(tpr_buffer_to_host(twice, r, sizeof r));
+    for (int k = 0; k < 4; k++) CHECK(r[k] == 3 * x[k]);
+    pthread_join(t, NULL);
+    // Fulfilled, it runs as any executable, and waits for nothing.
+    tpr_buffer_t* again;
+    CHECK_OK(tpr_executable_execute(pending, 0, args, 2, NULL, &again, true));
+    CHECK_OK(tpr_buffer_to_host(again, r, sizeof r));
+    for (int k = 0; k < 4; k++) CHECK(r[k] == 2 * x[k]);
+    tpr_buffer_release(again);
+    tpr_buffer_release(twice);
+    tpr_buffer_release(once);
+    tpr_buffer_release(bx);
+    tpr_executable_release(compiled);  // its code moved to |pending|
+    tpr_executable_release(pending);
+    tpr_client_destroy(c);
+  }
+}
+
+// A failed compile, or code whose outputs differ from the pending types,
+// fails the queued launches' outputs with that cause; nothing hangs.
+TPR_TEST(launch_on_pending_code_that_fails) {
+  tpr_client_t* c;
+  CHECK_OK(client_with(false, &c));
+  float x[4] = {1, 2, 3, 4}, r[5];
+  tpr_buffer_t* bx;
+  CHECK_OK(fixture_f32(c, 0, x, 4, &bx));
+  for (int wrong_code = 0; wrong_code < 2; wrong_code++) {
+    int32_t dtype = TPR_DTYPE_F32, rank = 1;
+    int64_t dims[TPR_MAX_RANK] = {wrong_code ? 5 : 4};
+    tpr_executable_t *pending, *compiled = NULL;
+    CHECK_OK(tpr_executable_create_pending(c, 1, &dtype, &rank, dims, &pending));
+    tpr_buffer_t* args[2] = {bx, bx};
+    tpr_buffer_t *out, *after;
+    CHECK_OK(tpr_executable_execute(pending, 0, args, 2, NULL, &out, false));
+    tpr_buffer_t* args2[2] = {out, out};
+    CHECK_OK(tpr_executable_execute(pending, 0, args2, 2, NULL, &after, false));
+    if (wrong_code) {
+      CHECK_OK(fixture_compile(c, ADD_F32_4, &compiled));
+      tpr_executable_fulfil(pending, compiled, tpr_ok_status());
+    } else {
+      tpr_executable_fulfil(pending, NULL, TPR_ERR(INVALID_ARGUMENT, "no such op"));
+    }
+    tpr_status_t s = tpr_buffer_to_host(after, r, (wrong_code ? 5 : 4) * sizeof(float));
+    CHECK(!tpr_status_is_ok(s));
+    CHECK(strstr(tpr_status_message(s), wrong_code ? "differ" : "no such op") != NULL);
+    tpr_status_free(s);
+    tpr_buffer_release(after);
+    tpr_buffer_release(out);
+    tpr_executable_release(compiled);
+    tpr_executable_release(pending);
+  }
+  tpr_buffer_release(bx);
+  tpr_client_destroy(c);
+}

@@ -157,6 +157,50 @@ TPR_TEST(program_compiles_in_the_background) {
   tpr_program_free(r);
 }
 
+// Runs issued while the background compile is still going: the caller
+// does not wait; the launches wait for the code, give the right values,
+// and the compile thread keeps the executable in the caches itself.
+TPR_TEST(program_runs_before_its_background_compile_ends) {
+  CHECK_OK(init_eager());
+  tpr_program_reset_stats();
+  tpr_program_t *p, *r;
+  CHECK_OK(build_scale(2.5, &p));
+  CHECK_OK(tpr_program_compile_start(p, "scale_pending"));
+  float av[4] = {1, 2, -3, 4}, got[4];
+  tpr_storage_t *a, *y, *z;
+  CHECK_OK(tpr_storage_create(0, sizeof av, &a));
+  CHECK_OK(tpr_storage_create(0, sizeof got, &y));
+  CHECK_OK(tpr_storage_create(0, sizeof got, &z));
+  tpr_tensor_ref_t ar = {a, TPR_DTYPE_F32, 1, {4}, {1}, 0};
+  tpr_tensor_ref_t zr = {z, TPR_DTYPE_F32, 1, {4}, {1}, 0};
+  CHECK_OK(tpr_tensor_write_host(&ar, av, sizeof av));
+  tpr_storage_t* ins[1] = {a};
+  tpr_storage_t* outs[1] = {y};
+  CHECK_OK(tpr_program_run(p, 0, ins, outs));
+  tpr_storage_t* ins2[1] = {y};  // reads the first run's output
+  tpr_storage_t* outs2[1] = {z};
+  CHECK_OK(tpr_program_run(p, 0, ins2, outs2));
+  CHECK_OK(tpr_tensor_read_host(&zr, got, sizeof got));
+  for (int i = 0; i < 4; i++) CHECK(got[i] == av[i] * 2.5f * 2.5f);
+  bool compiled = false;
+  CHECK_OK(tpr_program_compile(p, "scale_pending", &compiled));
+  CHECK(compiled);
+  CHECK_OK(tpr_program_run(p, 0, ins, outs));  // the program's own executable now
+  CHECK_OK(tpr_eager_synchronize(0));
+  tpr_storage_release(a);
+  tpr_storage_release(y);
+  tpr_storage_release(z);
+  tpr_program_free(p);
+  tpr_test_keep_allocations();  // the executable cache lives for the process
+  CHECK_OK(build_scale(2.5, &r));
+  CHECK_OK(tpr_program_compile(r, "scale_pending", &compiled));
+  CHECK(!compiled);  // kept in the cache by the compile thread
+  tpr_program_stats_t st;
+  tpr_program_get_stats(&st);
+  CHECK(st.programs_compiled == 1 && st.programs_cached == 1);
+  tpr_program_free(r);
+}
+
 TPR_TEST(program_rejects_bad_outputs) {
   tpr_type_t t = tpr_type_make(TPR_DTYPE_F32, 1, (int64_t[]){4});
   tpr_type_t u = tpr_type_make(TPR_DTYPE_S32, 1, (int64_t[]){4});

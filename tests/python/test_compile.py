@@ -385,6 +385,7 @@ def test_second_process_starts_warm(tmp_path):
         torch.manual_seed(0)
         x = torch.randn(4, 16, device="tpu")
         torch.compile(m, backend="tpu")(x).sum().backward()
+        torch.tpu.wait_for_compiles()  # (a training graph's first runs do not wait for XLA)
         s = torch.tpu._get_cache_stats()
         print("STATS", s["program_compiles"], s["program_cache_hits"], s["compiled_programs"])
     """)
