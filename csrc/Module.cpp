@@ -69,6 +69,8 @@ py::dict runtime_stats() {
   py::dict d;
   d["compiles"] = r.compiles;
   d["compile_seconds"] = r.compile_seconds;
+  d["background_compiles"] = r.background_compiles;
+  d["background_compile_seconds"] = r.background_compile_seconds;
   d["first_tier_compiles"] = r.first_tier_compiles;
   d["upgrades"] = r.upgrades;
   d["upgrade_seconds"] = r.upgrade_seconds;

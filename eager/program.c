@@ -199,6 +199,7 @@ static int bg_running;
 
 static void* background_compile(void* arg) {
   background_t* b = arg;
+  tpr_runtime_mark_background_thread();
   double t0 = tpr_now_seconds();
   tpr_executable_t* exe = NULL;
   tpr_status_t status = tpr_executable_compile(tpr_eager_client(), b->text, b->len, &exe);

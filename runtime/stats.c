@@ -7,6 +7,8 @@
 #include "runtime/internal.h"
 
 static atomic_llong compiles, compile_ns, executions;
+static atomic_llong background_compiles, background_ns;
+static _Thread_local bool background_thread;
 static atomic_llong first_tier_compiles, upgrades, upgrade_ns;
 static atomic_llong h2d_transfers, h2d_bytes, d2h_transfers, d2h_bytes;
 
@@ -19,7 +21,12 @@ int64_t tpr_now_ns(void) {
 void tpr_stats_note_compile(int64_t ns) {
   atomic_fetch_add_explicit(&compiles, 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&compile_ns, ns, memory_order_relaxed);
+  if (background_thread) {
+    atomic_fetch_add_explicit(&background_compiles, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&background_ns, ns, memory_order_relaxed);
+  }
 }
+void tpr_runtime_mark_background_thread(void) { background_thread = true; }
 void tpr_stats_note_first_tier(void) {
   atomic_fetch_add_explicit(&first_tier_compiles, 1, memory_order_relaxed);
 }
@@ -42,6 +49,8 @@ void tpr_stats_note_d2h(int64_t bytes) {
 void tpr_runtime_get_stats(tpr_runtime_stats_t* out) {
   out->compiles = atomic_load(&compiles);
   out->compile_seconds = (double)atomic_load(&compile_ns) * 1e-9;
+  out->background_compiles = atomic_load(&background_compiles);
+  out->background_compile_seconds = (double)atomic_load(&background_ns) * 1e-9;
   out->first_tier_compiles = atomic_load(&first_tier_compiles);
   out->upgrades = atomic_load(&upgrades);
   out->upgrade_seconds = (double)atomic_load(&upgrade_ns) * 1e-9;
@@ -55,6 +64,8 @@ void tpr_runtime_get_stats(tpr_runtime_stats_t* out) {
 void tpr_runtime_reset_stats(void) {
   atomic_store(&compiles, 0);
   atomic_store(&compile_ns, 0);
+  atomic_store(&background_compiles, 0);
+  atomic_store(&background_ns, 0);
   atomic_store(&first_tier_compiles, 0);
   atomic_store(&upgrades, 0);
   atomic_store(&upgrade_ns, 0);

@@ -279,6 +279,11 @@ void tpr_executable_release(tpr_executable_t* executable);  // NULL is fine
 typedef struct tpr_runtime_stats {
   int64_t compiles;         // compiles a caller waited for, first tiers included
   double compile_seconds;
+  // Of those, the ones made on a thread marked by
+  // tpr_runtime_mark_background_thread (torch.compile's side-by-side
+  // compiles): callers wait for them later, if at all.
+  int64_t background_compiles;
+  double background_compile_seconds;
   int64_t first_tier_compiles;
   int64_t upgrades;         // background full compiles of first tiers
   double upgrade_seconds;
@@ -290,6 +295,8 @@ typedef struct tpr_runtime_stats {
 } tpr_runtime_stats_t;
 
 void tpr_runtime_get_stats(tpr_runtime_stats_t* out);
+// Counts the compiles this thread makes as background ones from now on.
+void tpr_runtime_mark_background_thread(void);
 void tpr_runtime_reset_stats(void);
 
 #ifdef __cplusplus

@@ -198,6 +198,9 @@ TPR_TEST(program_runs_before_its_background_compile_ends) {
   tpr_program_stats_t st;
   tpr_program_get_stats(&st);
   CHECK(st.programs_compiled == 1 && st.programs_cached == 1);
+  tpr_runtime_stats_t rs;
+  tpr_runtime_get_stats(&rs);
+  CHECK(rs.background_compiles >= 1 && rs.background_compile_seconds > 0);
   tpr_program_free(r);
 }
 
