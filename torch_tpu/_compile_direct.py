@@ -13,16 +13,17 @@ twin, later reads take the newest value, and a mutated graph input gets
 one ``copy_`` of its final value, the form the lowering already takes from
 AOTAutograd (the input's buffer is donated and replaced).
 
-Anything else goes to AOTAutograd as before: a graph that
-draws random numbers, holds higher-order ops, mutates a view or an input
-that aliases another, returns a view of an input, or whose trace or
-lowering fails here. ``TORCH_TPU_COMPILE_DIRECT=0`` sends every graph there.
+Anything else goes to AOTAutograd as before: a graph that draws random
+numbers, holds higher-order ops, mutates a view or an input that aliases
+another (or, with a backward, any input), returns a view of an input, or
+whose trace or lowering fails here. ``TORCH_TPU_COMPILE_DIRECT=0`` sends
+every graph there.
 
 Results are cached on disk (the folder of the AOTAutograd entries) as
-program tapes (two, with a backward), keyed by the Dynamo graph's code, its inputs' layouts and
-aliasing, and the global modes a trace reads (grad, default dtype,
-autocast, deterministic algorithms), so a warm process neither traces nor
-lowers.
+program tapes (two, with a backward), keyed by the Dynamo graph's code,
+its inputs' layouts and aliasing, and the global modes a trace reads (grad,
+default dtype, autocast, deterministic algorithms), so a warm process
+neither traces nor lowers.
 """
 import contextlib
 import hashlib
