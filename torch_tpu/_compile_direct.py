@@ -307,24 +307,28 @@ def _trace(gm, names, flat):
         return make_fx(run, decomposition_table=_compile.decompositions())(*fakes)
 
 
-def _check_outputs(traced):
-    """Outputs must be values of their own: an input is returned as it is,
-    but a view of an input or of another output would need AOTAutograd's
-    view replay."""
+def _check_outputs(traced, outputs, training=False):
+    """|outputs| (of graph |traced|) must be values of their own: a view of
+    an input or of another output would need AOTAutograd's view replay.
+    Without a backward an input may be returned as it is and no output may
+    require grad; with one (|training|) an output may not be an input."""
     def key(n):
         return _storage(n.meta["val"])
 
     inputs = {key(n) for n in traced.graph.nodes
               if n.op == "placeholder" and isinstance(n.meta.get("val"), torch.Tensor)}
-    out = next(n for n in traced.graph.nodes if n.op == "output")
     seen = set()
-    for o in torch.fx.node.map_aggregate(out.args[0], lambda a: a) or ():
-        if not isinstance(o, torch.fx.Node) or o.op == "placeholder":
+    for o in outputs:
+        if not isinstance(o, torch.fx.Node):
+            continue
+        if o.op == "placeholder":
+            if training:
+                raise _Unsupported(f"output {o.name} is an input")
             continue
         v = o.meta.get("val")
         if not isinstance(v, torch.Tensor):
             continue
-        if v.requires_grad:
+        if v.requires_grad and not training:
             raise _Unsupported("an output requires grad")
         k = key(o)
         if k in inputs or k in seen:
@@ -503,7 +507,8 @@ def _trace_inference(gm, names, flat, t0):
     traced = _trace(gm, names, flat)
     if _compile.draws_random(traced):
         raise _Unsupported("draws random numbers")
-    _check_outputs(traced)
+    out = next(n for n in traced.graph.nodes if n.op == "output")
+    _check_outputs(traced, torch.fx.node.map_aggregate(out.args[0], lambda a: a) or ())
     mutated = functionalize(traced)
     # The trace and rewrite (in place of AOTAutograd's passes), before the
     # lowering and XLA.
@@ -518,7 +523,8 @@ def _trace_training(gm, names, flat, t0):
         gm, names, flat, differentiable)
     if _compile.draws_random(joint):
         raise _Unsupported("draws random numbers")
-    _compile_joint.check_outputs(joint, n_outputs)
+    out = next(n for n in joint.graph.nodes if n.op == "output")
+    _check_outputs(joint, out.args[0][:n_outputs], training=True)
     if functionalize(joint):
         raise _Unsupported("updates an input")
     plan = _compile_joint.split(joint, joint_inputs, n_outputs, differentiable, grad_inputs, t0)

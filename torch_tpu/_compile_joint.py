@@ -137,30 +137,6 @@ def trace(gm, names, flat, differentiable):
     return traced, (fakes, tangents), grad_inputs, n_outputs
 
 
-def check_outputs(joint, n_outputs):
-    """The graph's outputs must be values of their own: not an input, not a
-    view of one or of another output (AOTAutograd replays such views)."""
-    from . import _compile_direct
-
-    key = _compile_direct._storage
-    inputs = {key(n.meta["val"]) for n in joint.graph.nodes
-              if n.op == "placeholder" and isinstance(n.meta.get("val"), torch.Tensor)}
-    out = next(n for n in joint.graph.nodes if n.op == "output")
-    seen = set()
-    for o in out.args[0][:n_outputs]:
-        if not isinstance(o, torch.fx.Node):
-            continue
-        if o.op == "placeholder":
-            raise Unsupported(f"output {o.name} is an input")
-        v = o.meta.get("val")
-        if not isinstance(v, torch.Tensor):
-            continue
-        k = key(v)
-        if k in inputs or k in seen:
-            raise Unsupported(f"output {o.name} is a view of an input or another output")
-        seen.add(k)
-
-
 def split(joint, joint_inputs, n_outputs, differentiable, grad_inputs, t0):
     """Partitions |joint| and lowers both halves: a Plan. (Time from |t0|
     to the partition's end counts as the trace's.)"""
