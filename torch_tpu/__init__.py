@@ -10,9 +10,10 @@ is loaded lazily, at the first use of the device.
 
 def _autoload():
     """Entry point for ``torch.backends`` (runs inside ``import torch``)."""
-    from ._registration import register
+    from ._registration import freeze_import_heap, register
 
     register()
+    freeze_import_heap()
 
 
 import torch  # noqa: E402  (may run _autoload above through the entry point)

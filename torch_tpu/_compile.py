@@ -210,8 +210,9 @@ def draws_random(gm):
 def decompositions():
     """PyTorch's decompositions for exactly the ops that have no C rule, so
     high-level ops with a rule (layer norm, SDPA pieces, softmax) stay whole
-    and XLA sees them as written."""
-    from torch._decomp import core_aten_decompositions, decomposition_table
+    and XLA sees them as written: the core ATen table's, built without
+    materialising it (see _implicit_decompositions)."""
+    from torch._decomp import decomposition_table
 
     # lift / lift_fresh turn constants made while tracing (torch.tensor(...)
     # on the device) into fake tensors; decomposed to alias they would reach
@@ -222,10 +223,35 @@ def decompositions():
         from ._grouped_mm import grouped_mm
 
         table[torch.ops.aten._grouped_mm.default] = grouped_mm
-    for source in (decomposition_table, core_aten_decompositions()):
+    for source in (decomposition_table, _implicit_decompositions()):
         for op, fn in source.items():
             if isinstance(op, torch._ops.OpOverload) and not has_rule(op) and op not in keep:
                 table.setdefault(op, fn)
+    return table
+
+
+def _implicit_decompositions():
+    """What torch._decomp.core_aten_decompositions() adds to
+    decomposition_table: an entry per CompositeImplicitAutograd op, running
+    its own decomposition. Tracing (make_fx, functionalization) runs that
+    decomposition anyway unless the tensors' device has a kernel of its own
+    for the op, so only ops with a tpu or CPU kernel need the entry. Listing
+    those takes milliseconds; materialising the core table (all ~800 such
+    ops, over every operator namespace) cost each cold process 0.09 s.
+    Ops the core table leaves whole stay whole here."""
+    try:
+        from torch.export.decomp_utils import PRESERVED_ATEN_CIA_OPS as preserved
+    except ImportError:
+        preserved = set()
+    registered = torch._C._dispatch_get_registrations_for_dispatch_key
+    with_kernels = set(registered("PrivateUse1")) | set(registered("CPU"))
+    table = {}
+    for name in sorted(set(registered("CompositeImplicitAutograd")) & with_kernels):
+        namespace, _, rest = name.partition("::")
+        op_name, _, overload = rest.partition(".")
+        op = getattr(getattr(getattr(torch.ops, namespace), op_name), overload or "default")
+        if op not in preserved:
+            table[op] = op.decompose
     return table
 
 

@@ -182,6 +182,39 @@ def test_forward_saves_bases_not_views():
         torch.testing.assert_close(a.grad, r.grad)
 
 
+
+def test_decompositions_trace_as_the_core_aten_table_would():
+    """decompositions() skips materialising the core ATen table. Every entry
+    that table would add is either still there (the same function, or the
+    op's own decomposition) or an implicit-autograd op that tracing
+    decomposes by itself on tpu and CPU tensors (no kernel of their own)."""
+    from torch._decomp import core_aten_decompositions, decomposition_table
+    from torch.utils._python_dispatch import autograd_would_have_decomposed
+
+    from torch_tpu._compile import decompositions, has_rule
+
+    ours = decompositions()
+    implicit = torch._C.DispatchKey.CompositeImplicitAutograd
+    core = {op: fn for op, fn in core_aten_decompositions().items()
+            if isinstance(op, torch._ops.OpOverload) and not has_rule(op)}
+    assert len(core) > 400  # the table this guards against is still the large one
+    samples = [torch.empty(1, device="tpu"), torch.empty(1)]
+    left_to_tracing = 0
+    for op, fn in core.items():
+        if op in ours:
+            assert ours[op] is decomposition_table.get(op, ours[op])
+            if op not in decomposition_table:
+                assert ours[op] == op.decompose, op
+            continue
+        if op in (torch.ops.aten.lift.default, torch.ops.aten.lift_fresh.default):
+            continue
+        assert torch._C._dispatch_has_kernel_for_dispatch_key(op.name(), implicit) or \
+            implicit in op.py_kernels, f"{op} is not implicit-autograd"
+        assert all(autograd_would_have_decomposed(op, [x]) for x in samples), \
+            f"{op} has a tpu or CPU kernel, so tracing would keep it whole"
+        left_to_tracing += 1
+    assert left_to_tracing > 300
+
 @pytest.mark.parametrize("foreach", [True, False])
 def test_training_step_with_capturable_adamw_updates_in_place(tpu, foreach):
     torch.manual_seed(0)
@@ -537,6 +570,33 @@ def test_garbage_collector_paused_while_compiling(monkeypatch):
     torch.compile(lambda t: t + 4, backend="tpu")(x)
     torch.compile(lambda t: t * 5, backend="tpu")(x)
     assert seen == [True, True]
+
+
+def test_import_torch_freezes_its_objects_and_nothing_after():
+    """The end of import torch moves what it made to Python's permanent
+    generation (out of later full collections); objects made later stay
+    collectable, cycles included. TORCH_TPU_COMPILE_GC=1 leaves it out."""
+    code = textwrap.dedent("""
+        import gc, weakref
+        import torch
+        frozen = gc.get_freeze_count()
+        class Node:
+            pass
+        a, b = Node(), Node()
+        a.other, b.other = b, a
+        a.t = torch.ones(3)
+        gone = weakref.ref(a)
+        del a, b
+        gc.collect()
+        print(frozen, gone() is None, gc.get_freeze_count() == frozen)
+    """)
+    r = run_python(code)
+    assert r.returncode == 0, r.stderr
+    frozen, collected, unchanged = r.stdout.split()
+    assert int(frozen) > 50_000 and collected == "True" and unchanged == "True", r.stdout
+    r = run_python(code, env={"TORCH_TPU_COMPILE_GC": "1"})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["0", "True", "True"], r.stdout
 
 
 @pytest.mark.parametrize("shapes", [
