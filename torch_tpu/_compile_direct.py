@@ -13,10 +13,15 @@ twin, later reads take the newest value, and a mutated graph input gets
 one ``copy_`` of its final value, the form the lowering already takes from
 AOTAutograd (the input's buffer is donated and replaced).
 
+An output that aliases an input or another output (a view of it, or the
+same tensor twice) is made at run time from what it aliases, with the
+view's sizes, strides and offset, as AOTAutograd replays views.
+
 Anything else goes to AOTAutograd as before: a graph that draws random
 numbers, holds higher-order ops, mutates a view or an input that aliases
-another (or, with a backward, any input), returns a view of an input, or
-whose trace or lowering fails here. ``TORCH_TPU_COMPILE_DIRECT=0`` sends
+another (or, with a backward, any input), returns views of memory it does
+not return itself (two rows of an intermediate) or, with a backward, a view
+of an input or another output, or whose trace or lowering fails here. ``TORCH_TPU_COMPILE_DIRECT=0`` sends
 every graph there.
 
 Results are cached on disk (the folder of the AOTAutograd entries) as
@@ -308,17 +313,22 @@ def _trace(gm, names, flat):
 
 
 def _check_outputs(traced, outputs, training=False):
-    """|outputs| (of graph |traced|) must be values of their own: a view of
-    an input or of another output would need AOTAutograd's view replay.
+    """|outputs| (of graph |traced|) must be values of their own, except
+    that without a backward an output may alias an input or an earlier
+    output the way _replay makes it again (returned as {position: how}).
     Without a backward an input may be returned as it is and no output may
-    require grad; with one (|training|) an output may not be an input."""
+    require grad; with one (|training|) an output may not be an input nor
+    a view of one or of another output (AOTAutograd's view replay)."""
     def key(n):
         return _storage(n.meta["val"])
 
-    inputs = {key(n) for n in traced.graph.nodes
-              if n.op == "placeholder" and isinstance(n.meta.get("val"), torch.Tensor)}
-    seen = set()
-    for o in outputs:
+    inputs = {}
+    for i, n in enumerate(n for n in traced.graph.nodes if n.op == "placeholder"):
+        if isinstance(n.meta.get("val"), torch.Tensor):
+            inputs.setdefault(key(n), []).append((i, n))
+    seen = {}
+    aliases = {}
+    for j, o in enumerate(outputs):
         if not isinstance(o, torch.fx.Node):
             continue
         if o.op == "placeholder":
@@ -332,8 +342,53 @@ def _check_outputs(traced, outputs, training=False):
             raise _Unsupported("an output requires grad")
         k = key(o)
         if k in inputs or k in seen:
-            raise _Unsupported(f"output {o.name} is a view of an input or another output")
-        seen.add(k)
+            if training:
+                raise _Unsupported(f"output {o.name} is a view of an input or another output")
+            aliases[j] = _alias(o, inputs.get(k, ()), seen.get(k))
+            continue
+        seen[k] = (j, o)
+    return aliases
+
+
+def _alias(o, inputs, base):
+    """How output |o| is made again from what it aliases: ("same", k) the
+    output at k (the same node), ("input", i, size, stride, offset) a view
+    of input i, ("output", k, size, stride, offset) a view of output k
+    (which the program returns contiguous, offset 0)."""
+    v = o.meta["val"]
+    view = (tuple(v.shape), tuple(v.stride()))
+    for i, n in inputs:
+        if n.meta["val"].dtype == v.dtype:
+            return ("input", i, *view, v.storage_offset())
+    if base is not None and not inputs:
+        k, b = base
+        if b is o:
+            return ("same", k)
+        bv = b.meta["val"]
+        # The view must lie inside the output it is made from.
+        first = v.storage_offset() - bv.storage_offset()
+        last = first + sum((n - 1) * st for n, st in zip(v.shape, v.stride()) if n > 0)
+        if bv.dtype == v.dtype and bv.is_contiguous() and v.numel() > 0 and \
+                first >= 0 and last < bv.numel():
+            return ("output", k, *view, first)
+    raise _Unsupported(f"output {o.name} is a view of an input or another output")
+
+
+def _replay(outs, aliases, inputs):
+    """Puts the aliasing outputs in |outs|, from |inputs| (those kept for
+    it) and the other outputs. Views of inputs are made without grad, as the
+    graph made them."""
+    with torch.no_grad():
+        for j, how in aliases.items():
+            if how[0] == "same":
+                outs[j] = outs[how[1]]
+            elif how[0] == "input":
+                _, i, size, stride, offset = how
+                outs[j] = inputs[i].as_strided(size, stride, offset)
+            else:
+                _, k, size, stride, offset = how
+                outs[j] = outs[k].as_strided(size, stride, offset)
+    return outs
 
 
 def _cache_key(gm, flat, state):
@@ -387,8 +442,8 @@ def _revived(saved):
 
 
 def _load(folder):
-    """A cached entry of |folder|: ("inference", code, mutated) or
-    ("training", plan), or None."""
+    """A cached entry of |folder|: ("inference", code, mutated, aliases)
+    or ("training", plan), or None."""
     try:
         names = sorted(os.listdir(folder))
     except OSError:
@@ -409,8 +464,9 @@ def _load(folder):
         try:
             if kind == "inference":
                 code, mutated = _revived(rest[0]), rest[1]
+                aliases = rest[2] if len(rest) > 2 else {}
                 code._ensure()
-                return kind, code, mutated
+                return kind, code, mutated, aliases
             fields, fw, bw = rest
             plan = _compile_joint.Plan(_revived(fw), _revived(bw), **fields)
             plan.forward._ensure()  # (the backward's at the first backward)
@@ -424,7 +480,7 @@ def _store(folder, entry):
     kind = entry[0]
     try:
         if kind == "inference":
-            data = pickle.dumps((kind, _saved(entry[1]), entry[2]))
+            data = pickle.dumps((kind, _saved(entry[1]), entry[2], entry[3]))
         else:
             plan = entry[1]
             fields = {f: getattr(plan, f) for f in
@@ -488,17 +544,19 @@ def _direct(gm, example_inputs):
     _compile._add_seconds("seconds", time.perf_counter() - t0)
     if kind == "training":
         return _compile_joint.runner(entry[1], state)
-    _, code, mutated = entry
+    _, code, mutated, aliases = entry
+    viewed = sorted({how[1] for how in aliases.values() if how[0] == "input"})
 
     def run(*args):
         inputs = [*state, *args]
         written = [inputs[i] for i in mutated]
+        kept = {i: inputs[i] for i in viewed}
         outs = code(inputs)  # (empties |inputs|: the boxed convention)
         # As an in-place op would: autograd then refuses a backward through a
         # value saved before this update.
         if written:
             torch.autograd.graph.increment_version(written)
-        return outs
+        return _replay(outs, aliases, kept) if aliases else outs
 
     return run
 
@@ -508,13 +566,16 @@ def _trace_inference(gm, names, flat, t0):
     if _compile.draws_random(traced):
         raise _Unsupported("draws random numbers")
     out = next(n for n in traced.graph.nodes if n.op == "output")
-    _check_outputs(traced, torch.fx.node.map_aggregate(out.args[0], lambda a: a) or ())
+    outputs = list(torch.fx.node.map_aggregate(out.args[0], lambda a: a) or ())
+    aliases = _check_outputs(traced, outputs)
+    if aliases:  # made at run time from what they alias, not by the program
+        out.args = ([None if j in aliases else o for j, o in enumerate(outputs)],)
     mutated = functionalize(traced)
     # The trace and rewrite (in place of AOTAutograd's passes), before the
     # lowering and XLA.
     _compile._add_seconds("direct_trace_seconds", time.perf_counter() - t0)
     name = f"compiled_inference_{len(list(gm.graph.nodes))}nodes"
-    return "inference", _compile._Builder(traced, flat, name).build(), mutated
+    return "inference", _compile._Builder(traced, flat, name).build(), mutated, aliases
 
 
 def _trace_training(gm, names, flat, t0):

@@ -1,8 +1,8 @@
 """Graphs without autograd lowered without AOTAutograd (_compile_direct;
 training graphs: test_compile_joint.py):
 results and in-place updates equal eager's on tpu, and every graph the path
-cannot take exactly (views of mutated tensors, outputs aliasing inputs,
-random draws) still compiles correctly through AOTAutograd, counted."""
+cannot take exactly (views of mutated tensors, outputs sharing memory
+they do not return, random draws) still compiles correctly through AOTAutograd, counted."""
 import copy
 
 import pytest
@@ -137,7 +137,7 @@ def test_optimizer_step_matches_eager(paths, make_opt):
     assert taken["graphs"] >= 1 and taken["aot"] == 0 and taken["fallbacks"] == 0, taken
 
 
-@pytest.mark.parametrize("case", ["view-mutated", "output-view", "random", "aliased-inputs",
+@pytest.mark.parametrize("case", ["view-mutated", "intermediate-views", "random", "aliased-inputs",
                                   "aliased-whole-inputs", "metadata-mutated"])
 def test_graphs_the_path_cannot_take_fall_back(paths, case):
     if case == "view-mutated":
@@ -145,10 +145,11 @@ def test_graphs_the_path_cannot_take_fall_back(paths, case):
             x[0].add_(1)  # a view of an input, written
             return x.sum()
         make, why = inputs([3, 4]), "view"
-    elif case == "output-view":
+    elif case == "intermediate-views":
         def f(x):
-            return x.view(-1), x.sum()
-        make, why = inputs([3, 4]), "view of an input"
+            y = x * 2  # not an output: eager's two outputs share its memory
+            return y[0], y[1]
+        make, why = inputs([3, 4]), "view of an input or another output"
     elif case == "metadata-mutated":
         def f(x):
             y = x * 2
@@ -173,6 +174,56 @@ def test_graphs_the_path_cannot_take_fall_back(paths, case):
     torch.testing.assert_close(args, ref_args, **F32)
     assert paths() == {"aot": 1, "graphs": 0, "training_graphs": 0, "fallbacks": 1}
     assert why in D.last_fallback
+
+
+def test_outputs_aliasing_inputs_or_outputs_are_views_as_in_eager(paths):
+    """Outputs that alias an input or another output come back as views of
+    it (as eager's do), made at run time: an input's view sees the input's
+    later in-place changes, and an output returned twice is one tensor."""
+    def f(x, w):
+        y = x @ w
+        return y, y, y.t(), y[1:, 2:], x.view(-1), w[0], y.sum()
+
+    ref, _, out, _ = both(f, inputs([4, 6], [6, 5]))
+    torch.testing.assert_close(out, ref, **F32)
+    assert paths() == {"aot": 0, "graphs": 1, "training_graphs": 0, "fallbacks": 0}
+
+    x, w = inputs([4, 6], [6, 5])()
+    with torch.no_grad():
+        y, y2, yt, corner, flat, w0, _ = torch.compile(f, backend="tpu")(x, w)
+    assert y2 is y
+    for v, base in ((yt, y), (corner, y), (flat, x), (w0, w)):
+        assert v._is_view() and v.untyped_storage().data_ptr() == base.untyped_storage().data_ptr()
+    assert not flat.requires_grad
+    x.mul_(0)
+    y.add_(1)
+    torch.testing.assert_close(flat.cpu(), torch.zeros(24))
+    torch.testing.assert_close(yt.cpu(), y.cpu().t())
+    torch.testing.assert_close(corner.cpu(), y.cpu()[1:, 2:])
+
+
+def test_output_aliases_survive_the_disk_cache(tmp_path):
+    """A warm process rebuilds the same views from the cached entry."""
+    from conftest import run_python
+
+    code = """if True:
+        import torch, torch_tpu
+        def f(x):
+            y = x + 1
+            return y, y[1], x.t()
+        x = torch.arange(6.0).reshape(2, 3).to("tpu")
+        y, row, xt = torch.compile(f, backend="tpu")(x)
+        y.mul_(10)
+        s = torch.tpu._get_cache_stats()
+        print(row.tolist(), xt._base is x or xt._is_view(), s["compiled_direct_graphs"],
+              s["compiled_direct_fallbacks"], s["compiled_cache_loads"])
+    """
+    env = {"TORCH_TPU_CACHE_DIR": str(tmp_path)}
+    cold, warm = run_python(code, env), run_python(code, env)
+    assert cold.returncode == 0 and warm.returncode == 0, cold.stderr + warm.stderr
+    assert cold.stdout.split()[:6] == warm.stdout.split()[:6] == \
+        ["[40.0,", "50.0,", "60.0]", "True", "1", "0"], (cold.stdout, warm.stdout)
+    assert int(warm.stdout.split()[6]) >= 1, warm.stdout
 
 
 def test_a_failure_inside_the_path_falls_back(paths, monkeypatch):
