@@ -354,12 +354,14 @@ def _alias(o, inputs, base):
     """How output |o| is made again from what it aliases: ("same", k) the
     output at k (the same node), ("input", i, size, stride, offset) a view
     of input i, ("output", k, size, stride, offset) a view of output k
-    (which the program returns contiguous, offset 0)."""
+    (which the program returns contiguous, offset 0). An input's offset is
+    from the input's own: Dynamo's guards let a graph run on an input of
+    the same sizes and strides at another offset (a row of a batch)."""
     v = o.meta["val"]
     view = (tuple(v.shape), tuple(v.stride()))
     for i, n in inputs:
         if n.meta["val"].dtype == v.dtype:
-            return ("input", i, *view, v.storage_offset())
+            return ("input", i, *view, v.storage_offset() - n.meta["val"].storage_offset())
     if base is not None and not inputs:
         k, b = base
         if b is o:
@@ -384,7 +386,8 @@ def _replay(outs, aliases, inputs):
                 outs[j] = outs[how[1]]
             elif how[0] == "input":
                 _, i, size, stride, offset = how
-                outs[j] = inputs[i].as_strided(size, stride, offset)
+                x = inputs[i]
+                outs[j] = x.as_strided(size, stride, x.storage_offset() + offset)
             else:
                 _, k, size, stride, offset = how
                 outs[j] = outs[k].as_strided(size, stride, offset)

@@ -202,6 +202,23 @@ def test_outputs_aliasing_inputs_or_outputs_are_views_as_in_eager(paths):
     torch.testing.assert_close(corner.cpu(), y.cpu()[1:, 2:])
 
 
+def test_input_views_follow_the_input_offset(paths):
+    """Dynamo runs one graph on inputs of the same sizes and strides at any
+    storage offset (rows of a batch): the views come from each call's own."""
+    def f(x):
+        return x[1], x.t(), x.sum()
+
+    batch = torch.arange(24.0).reshape(4, 2, 3).to("tpu")
+    g = torch.compile(f, backend="tpu")
+    with torch.no_grad():
+        for i in range(4):
+            row, t, _ = g(batch[i])
+            torch.testing.assert_close(row.cpu(), batch[i, 1].cpu())
+            torch.testing.assert_close(t.cpu(), batch[i].t().cpu())
+            assert t.storage_offset() == batch[i].storage_offset()
+    assert paths()["graphs"] == 1 and paths()["aot"] == 0
+
+
 def test_output_aliases_survive_the_disk_cache(tmp_path):
     """A warm process rebuilds the same views from the cached entry."""
     from conftest import run_python
