@@ -12,7 +12,10 @@ again on the caches that run filled (warm), each in a fresh process:
   tracing and lowering, XLA compile, execution, with JAX's persistent cache.
 
 The model is bench/models.TinyGPT (4 layers, d 256, seq 128, vocab 512),
-batch 8, AdamW. Medians of --rounds fresh cold/warm pairs.
+batch 8, AdamW. A first step ends when all its work has (the loss read,
+then torch.tpu.synchronize(); JAX: block_until_ready on every output), so
+a compile or run still in flight after the loss read counts. Medians of
+--rounds fresh cold/warm pairs.
 
     python bench/cold_start.py [--rounds 2] [--jax-python /path/to/venv-jax/bin/python]"""
 import argparse
@@ -83,6 +86,7 @@ if mode == "compiled":
 before = torch.tpu._get_cache_stats()
 t0 = time.perf_counter()
 step(x, y).item()
+torch.tpu.synchronize()  # the step's every update done, not only the loss read
 t_step = time.perf_counter() - t0
 after = torch.tpu._get_cache_stats()
 d = {k: after[k] - before[k] for k in ("compile_seconds", "compiles", "compiled_seconds",
@@ -189,6 +193,7 @@ t_compile = time.perf_counter() - t0
 t0 = time.perf_counter()
 out = compiled(p, m, v, 0, x, y)
 float(out[-1])
+jax.block_until_ready(out)
 t_run = time.perf_counter() - t0
 print("RESULT " + json.dumps({"import": t_import, "setup": t_setup,
                               "first step": t_lower + t_compile + t_run,
