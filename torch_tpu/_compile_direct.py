@@ -13,16 +13,17 @@ twin, later reads take the newest value, and a mutated graph input gets
 one ``copy_`` of its final value, the form the lowering already takes from
 AOTAutograd (the input's buffer is donated and replaced).
 
-An output that aliases an input or another output (a view of it, or the
-same tensor twice) is made at run time from what it aliases, with the
-view's sizes, strides and offset, as AOTAutograd replays views.
+Without a backward, an output that aliases an input or another output (a
+view of it, or the same tensor twice) is made at run time from what it
+aliases, with the view's sizes, strides and offset, as AOTAutograd replays
+views.
 
 Anything else goes to AOTAutograd as before: a graph that draws random
 numbers, holds higher-order ops, mutates a view or an input that aliases
 another (or, with a backward, any input), returns views of memory it does
-not return itself (two rows of an intermediate) or, with a backward, a view
-of an input or another output, or whose trace or lowering fails here. ``TORCH_TPU_COMPILE_DIRECT=0`` sends
-every graph there.
+not return itself (two rows of an intermediate) or, with a backward, a
+view of an input or another output, or whose trace or lowering fails
+here. ``TORCH_TPU_COMPILE_DIRECT=0`` sends every graph there.
 
 Results are cached on disk (the folder of the AOTAutograd entries) as
 program tapes (two, with a backward), keyed by the Dynamo graph's code,
