@@ -249,7 +249,10 @@ def _implicit_decompositions():
     for name in sorted(set(registered("CompositeImplicitAutograd")) & with_kernels):
         namespace, _, rest = name.partition("::")
         op_name, _, overload = rest.partition(".")
-        op = getattr(getattr(getattr(torch.ops, namespace), op_name), overload or "default")
+        try:
+            op = getattr(getattr(getattr(torch.ops, namespace), op_name), overload or "default")
+        except (AttributeError, RuntimeError):  # not reachable from Python: never traced
+            continue
         if op not in preserved:
             table[op] = op.decompose
     return table
