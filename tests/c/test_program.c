@@ -110,6 +110,23 @@ static tpr_status_t build_scale(double k, tpr_program_t** out) {
   return tpr_program_add_output(*out, tpr_binary(g, TPR_BINARY_MUL, in, kv), -1);
 }
 
+// build_scale's float32 [4] values: a storage holding |v| (NULL: none yet)
+// and a read of one.
+static tpr_tensor_ref_t vec4_ref(tpr_storage_t* s) {
+  return (tpr_tensor_ref_t){s, TPR_DTYPE_F32, 1, {4}, {1}, 0};
+}
+
+static tpr_status_t vec4(const float* v, tpr_storage_t** out) {
+  TPR_RETURN_IF_ERROR(tpr_storage_create(0, 4 * sizeof(float), out));
+  tpr_tensor_ref_t r = vec4_ref(*out);
+  return v ? tpr_tensor_write_host(&r, v, 4 * sizeof(float)) : tpr_ok_status();
+}
+
+static tpr_status_t read_vec4(tpr_storage_t* s, float* out) {
+  tpr_tensor_ref_t r = vec4_ref(s);
+  return tpr_tensor_read_host(&r, out, 4 * sizeof(float));
+}
+
 TPR_TEST(program_compiles_in_the_background) {
   CHECK_OK(init_eager());
   tpr_program_reset_stats();
@@ -126,15 +143,12 @@ TPR_TEST(program_compiles_in_the_background) {
   CHECK(compiled);
   float av[4] = {1, 2, -3, 4}, got[4];
   tpr_storage_t *a, *y;
-  CHECK_OK(tpr_storage_create(0, sizeof av, &a));
-  CHECK_OK(tpr_storage_create(0, sizeof got, &y));
-  tpr_tensor_ref_t ar = {a, TPR_DTYPE_F32, 1, {4}, {1}, 0};
-  tpr_tensor_ref_t yr = {y, TPR_DTYPE_F32, 1, {4}, {1}, 0};
-  CHECK_OK(tpr_tensor_write_host(&ar, av, sizeof av));
+  CHECK_OK(vec4(av, &a));
+  CHECK_OK(vec4(NULL, &y));
   tpr_storage_t* ins[1] = {a};
   tpr_storage_t* outs[1] = {y};
   CHECK_OK(tpr_program_run(q, 0, ins, outs));
-  CHECK_OK(tpr_tensor_read_host(&yr, got, sizeof got));
+  CHECK_OK(read_vec4(y, got));
   for (int i = 0; i < 4; i++) CHECK(got[i] == av[i] * -1.5f);
   CHECK_OK(tpr_eager_synchronize(0));
   tpr_storage_release(a);
@@ -168,19 +182,16 @@ TPR_TEST(program_runs_before_its_background_compile_ends) {
   CHECK_OK(tpr_program_compile_start(p, "scale_pending"));
   float av[4] = {1, 2, -3, 4}, got[4];
   tpr_storage_t *a, *y, *z;
-  CHECK_OK(tpr_storage_create(0, sizeof av, &a));
-  CHECK_OK(tpr_storage_create(0, sizeof got, &y));
-  CHECK_OK(tpr_storage_create(0, sizeof got, &z));
-  tpr_tensor_ref_t ar = {a, TPR_DTYPE_F32, 1, {4}, {1}, 0};
-  tpr_tensor_ref_t zr = {z, TPR_DTYPE_F32, 1, {4}, {1}, 0};
-  CHECK_OK(tpr_tensor_write_host(&ar, av, sizeof av));
+  CHECK_OK(vec4(av, &a));
+  CHECK_OK(vec4(NULL, &y));
+  CHECK_OK(vec4(NULL, &z));
   tpr_storage_t* ins[1] = {a};
   tpr_storage_t* outs[1] = {y};
   CHECK_OK(tpr_program_run(p, 0, ins, outs));
   tpr_storage_t* ins2[1] = {y};  // reads the first run's output
   tpr_storage_t* outs2[1] = {z};
   CHECK_OK(tpr_program_run(p, 0, ins2, outs2));
-  CHECK_OK(tpr_tensor_read_host(&zr, got, sizeof got));
+  CHECK_OK(read_vec4(z, got));
   for (int i = 0; i < 4; i++) CHECK(got[i] == av[i] * 2.5f * 2.5f);
   bool compiled = false;
   CHECK_OK(tpr_program_compile(p, "scale_pending", &compiled));
