@@ -16,13 +16,18 @@ pytestmark = pytest.mark.skipif(not dist.is_available(), reason="torch built wit
 WORKERS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "distributed")
 
 
-def torchrun(tmp_path, script, *args, nproc=2, timeout=300, env=None):
-    """Runs |script| under torchrun; returns (exit code, output, {rank: result})."""
+def torchrun(tmp_path, script, *args, nproc=2, timeout=300, env=None, monitor_interval=None):
+    """Runs |script| under torchrun; returns (exit code, output, {rank: result}).
+    |monitor_interval| is how often torchrun polls its workers; once one has
+    failed it kills the others at its next poll."""
     out = tmp_path / "result"
     e = dict(os.environ, TPU_DIST_OUT=str(out), PYTHONUNBUFFERED="1")
     e.update(env or {})
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone",
-           f"--nproc_per_node={nproc}", os.path.join(WORKERS, script), *args]
+           f"--nproc_per_node={nproc}"]
+    if monitor_interval is not None:
+        cmd.append(f"--monitor-interval={monitor_interval}")
+    cmd += [os.path.join(WORKERS, script), *args]
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                          env=e, start_new_session=True)
     try:
@@ -65,8 +70,11 @@ def test_misuse_raises_on_every_rank(tmp_path):
 
 
 def test_dead_rank_is_an_error_not_a_hang(tmp_path):
-    rc, text, results = torchrun(tmp_path, "dead_rank.py", timeout=120)
+    # torchrun kills the survivor at its first poll after rank 1 dies; polling
+    # every 5 s gives rank 0 time to report what it saw on a loaded machine.
+    rc, text, results = torchrun(tmp_path, "dead_rank.py", timeout=120, monitor_interval=5)
     assert rc != 0  # torchrun reports the dead rank
+    assert 0 in results, text[-4000:]
     survivor = results[0]["values"]
     assert survivor["step"] == 1, survivor
     assert "DistBackendError: tpu_dist all_reduce" in survivor["error"], survivor
