@@ -923,25 +923,35 @@ def _patch_tpu_interface():
         setattr(iface, name, staticmethod(fn))
 
 
+def _replace_in_dynamo(module_name, name, make):
+    """Replaces |name| in Dynamo's module |module_name| by make(original),
+    once; leaves it be where this PyTorch has no such thing."""
+    import importlib
+
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError:
+        return
+    original = getattr(module, name, None)
+    if original is None or getattr(original, "_tpu_wrapped", False):
+        return
+    replacement = make(original)
+    replacement._tpu_wrapped = True
+    setattr(module, name, replacement)
+
+
 def _patch_optimizer_tracing():
     """Dynamo asks, for every gradient of an optimizer it traces, whether
     the tensor is static for CUDA graphs; the check imports Inductor's
     CUDA-graph trees (with all of Inductor's code generators, about 0.3 s)
     before it looks at the device. Non-CUDA tensors get the answer the check
     gives them (True) without the import."""
-    try:
-        from torch._dynamo.variables import optimizer as dynamo_optimizer
-    except ImportError:
-        return
-    check = getattr(dynamo_optimizer, "_is_static_for_cudagraphs", None)
-    if check is None or getattr(check, "_tpu_wrapped", False):
-        return
+    def make(check):
+        def is_static_for_cudagraphs(x):
+            return check(x) if x.is_cuda else True
+        return is_static_for_cudagraphs
 
-    def is_static_for_cudagraphs(x):
-        return check(x) if x.is_cuda else True
-
-    is_static_for_cudagraphs._tpu_wrapped = True
-    dynamo_optimizer._is_static_for_cudagraphs = is_static_for_cudagraphs
+    _replace_in_dynamo("torch._dynamo.variables.optimizer", "_is_static_for_cudagraphs", make)
 
 
 def _patch_foreach_lerp_tracing():
@@ -952,23 +962,16 @@ def _patch_foreach_lerp_tracing():
     (52 parameters). On tpu tensors the op is traced as itself, one node that
     lowers to the same rule eager mode runs, so compiled and eager steps
     round alike."""
-    try:
-        from torch._dynamo import polyfills
-    except ImportError:
-        return
-    polyfill = getattr(polyfills, "foreach_lerp_inplace", None)
-    if polyfill is None or getattr(polyfill, "_tpu_wrapped", False):
-        return
+    def make(polyfill):
+        def foreach_lerp_inplace(self, end, weight):
+            if not isinstance(weight, torch.Tensor) and len(self) > 0 and \
+                    self[0].device.type == "tpu":
+                torch.ops.aten._foreach_lerp_.Scalar(self, end, weight)
+                return self
+            return polyfill(self, end, weight)
+        return foreach_lerp_inplace
 
-    def foreach_lerp_inplace(self, end, weight):
-        if not isinstance(weight, torch.Tensor) and len(self) > 0 and \
-                self[0].device.type == "tpu":
-            torch.ops.aten._foreach_lerp_.Scalar(self, end, weight)
-            return self
-        return polyfill(self, end, weight)
-
-    foreach_lerp_inplace._tpu_wrapped = True
-    polyfills.foreach_lerp_inplace = foreach_lerp_inplace
+    _replace_in_dynamo("torch._dynamo.polyfills", "foreach_lerp_inplace", make)
 
 
 def _patch_guard_latency_probe():
@@ -978,23 +981,16 @@ def _patch_guard_latency_probe():
     for each frame it compiles, 0.11 s of TinyGPT's first training step cold
     or warm (five frames). The probe here times the same evaluation without
     the eviction, so the metric is a warm-cache latency."""
-    try:
-        from torch._dynamo import guards
-    except ImportError:
-        return
-    probe = getattr(guards, "profile_guard_manager", None)
-    if probe is None or getattr(probe, "_tpu_wrapped", False):
-        return
+    def make(_):
+        def guard_latency_us(root, f_locals, n_iters):
+            n = max(int(n_iters), 1)
+            t0 = time.perf_counter_ns()
+            for _ in range(n):
+                root.check(f_locals)
+            return (time.perf_counter_ns() - t0) / 1e3 / n
+        return guard_latency_us
 
-    def guard_latency_us(root, f_locals, n_iters):
-        n = max(int(n_iters), 1)
-        t0 = time.perf_counter_ns()
-        for _ in range(n):
-            root.check(f_locals)
-        return (time.perf_counter_ns() - t0) / 1e3 / n
-
-    guard_latency_us._tpu_wrapped = True
-    guards.profile_guard_manager = guard_latency_us
+    _replace_in_dynamo("torch._dynamo.guards", "profile_guard_manager", make)
 
 
 class _CompileGcPause:
