@@ -11,7 +11,10 @@ by a pass of our own, which handles exactly the case where no view ever
 aliases a mutated tensor: each in-place op then becomes its functional
 twin, later reads take the newest value, and a mutated graph input gets
 one ``copy_`` of its final value, the form the lowering already takes from
-AOTAutograd (the input's buffer is donated and replaced).
+AOTAutograd (the input's buffer is donated and replaced). Where a view does
+alias a mutated tensor, the graph is traced once more under PyTorch's
+functionalization (as AOTAutograd runs it, below autograd), which replays
+views and scatters writes through them into their bases.
 
 Without a backward, an output that aliases an input or another output (a
 view of it, or the same tensor twice) is made at run time from what it
@@ -19,11 +22,11 @@ aliases, with the view's sizes, strides and offset, as AOTAutograd replays
 views.
 
 Anything else goes to AOTAutograd as before: a graph that draws random
-numbers, holds higher-order ops, mutates a view or an input that aliases
-another (or, with a backward, any input), returns views of memory it does
-not return itself (two rows of an intermediate) or, with a backward, a
-view of an input or another output, or whose trace or lowering fails
-here. ``TORCH_TPU_COMPILE_DIRECT=0`` sends every graph there.
+numbers, holds higher-order ops, mutates an input that aliases another (or,
+with a backward, any input), changes a tensor's sizes in place, returns
+views of memory it does not return itself (two rows of an intermediate)
+or, with a backward, a view of an input or another output, or whose trace
+or lowering fails here. ``TORCH_TPU_COMPILE_DIRECT=0`` sends every graph there.
 
 Results are cached on disk (the folder of the AOTAutograd entries) as
 program tapes (two, with a backward), keyed by the Dynamo graph's code,
@@ -162,6 +165,12 @@ class _Unsupported(Exception):
     pass
 
 
+class _ViewsMutated(_Unsupported):
+    """A view aliases a mutated tensor: the graph is traced again under
+    PyTorch's functionalization, which replays views and scatters their
+    updates into their bases."""
+
+
 def functionalize(gm):
     """Rewrites |gm| (ATen, with in-place ops) in place so that it mutates
     nothing but its placeholders, each by one final copy_; returns the
@@ -208,7 +217,10 @@ def functionalize(gm):
                     raise _Unsupported("a mutated constant")
                 first[k] = node
             elif _layout(v) != _layout(first[k].meta["val"]):
-                raise _Unsupported(f"{node.name} views a mutated tensor")
+                if node.op in ("placeholder", "get_attr"):
+                    # (functionalization would take the two for two tensors)
+                    raise _Unsupported(f"{node.name} views a mutated input")
+                raise _ViewsMutated(f"{node.name} views a mutated tensor")
             elif node.op == "placeholder":
                 raise _Unsupported("a mutated input aliases another input")
             root[node] = first[k]
@@ -216,7 +228,7 @@ def functionalize(gm):
                 _returns_views(node):
             # (A list of fresh tensors, as a foreach op returns, is fine:
             # its elements, read through getitem, are the roots.)
-            raise _Unsupported(f"{node.name} holds views of a mutated tensor")
+            raise _ViewsMutated(f"{node.name} holds views of a mutated tensor")
 
     newest = {}  # root -> its value now
 
@@ -294,10 +306,68 @@ def functionalize(gm):
     return sorted(placeholders.index(r) for r in newest if r.op == "placeholder")
 
 
+def functional_form(fn):
+    """|fn| under PyTorch's functionalization, as AOTAutograd runs it (for
+    make_fx): views are replayed from their bases and updates through them
+    scattered into the bases; an input |fn| updates gets one copy_ of its
+    final value at the end. Autograd runs above it (a joint trace's
+    autograd.grad sees functional tensors that require grad)."""
+    from torch._subclasses.functional_tensor import FunctionalTensor, FunctionalTensorMode
+    from torch.utils import _pytree as pytree
+
+    def run(*args):
+        flat, spec = pytree.tree_flatten(args)
+        with FunctionalTensorMode():
+            wrapped = [FunctionalTensor.to_functional(a) if isinstance(a, torch.Tensor) else a
+                       for a in flat]
+            outs = fn(*pytree.tree_unflatten(wrapped, spec))
+
+        def value(t):
+            torch._sync(t)
+            return torch._from_functional_tensor(t.elem)
+
+        outs = pytree.tree_map_only(FunctionalTensor, value, outs)
+        for a, w in zip(flat, wrapped):
+            if not isinstance(w, FunctionalTensor):
+                continue
+            torch._sync(w)
+            if torch._functionalize_has_metadata_mutation(w.elem):
+                raise _Unsupported("changes an input's sizes or strides")
+            if torch._functionalize_has_data_mutation(w.elem):
+                a.copy_(value(w))
+        return outs
+
+    return run
+
+
+def written_inputs(gm):
+    """The placeholders a functionalized graph writes, each by one copy_
+    after all its reads (what PyTorch's functionalization leaves): their
+    positions. Raises _Unsupported for any other write."""
+    order = {n: i for i, n in enumerate(gm.graph.nodes)}
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    mutated = []
+    for node in gm.graph.nodes:
+        if node.op != "call_function" or not isinstance(node.target, torch._ops.OpOverload) \
+                or not _written(node.target):
+            continue
+        dst = node.args[0]
+        if node.target is not torch.ops.aten.copy_.default or \
+                not isinstance(dst, torch.fx.Node) or dst.op != "placeholder":
+            raise _Unsupported(f"{node.target} is left after functionalization")
+        if placeholders.index(dst) in mutated or any(
+                order[u] > order[node] for u in dst.users):
+            raise _Unsupported(f"{dst.name} is read or written after its update")
+        mutated.append(placeholders.index(dst))
+    return sorted(mutated)
+
+
 # -- trace, lower, cache ------------------------------------------------------------
 
-def _trace(gm, names, flat):
-    """|gm| traced to ATen on fake tensors, parameters and buffers first."""
+def _trace(gm, names, flat, functional=False):
+    """|gm| traced to ATen on fake tensors, parameters and buffers first;
+    |functional|: under PyTorch's functionalization (no in-place op left
+    but one copy_ into each mutated input)."""
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.fx.experimental.proxy_tensor import make_fx
 
@@ -309,6 +379,8 @@ def _trace(gm, names, flat):
     def run(*args):
         return torch.func.functional_call(gm, dict(zip(names, args[:k])), args[k:])
 
+    if functional:
+        run = functional_form(run)
     with mode:
         return make_fx(run, decomposition_table=_compile.decompositions())(*fakes)
 
@@ -566,7 +638,14 @@ def _direct(gm, example_inputs):
 
 
 def _trace_inference(gm, names, flat, t0):
-    traced = _trace(gm, names, flat)
+    try:
+        return _trace_inference_as(gm, names, flat, t0, functional=False)
+    except _ViewsMutated:
+        return _trace_inference_as(gm, names, flat, t0, functional=True)
+
+
+def _trace_inference_as(gm, names, flat, t0, functional):
+    traced = _trace(gm, names, flat, functional)
     if _compile.draws_random(traced):
         raise _Unsupported("draws random numbers")
     out = next(n for n in traced.graph.nodes if n.op == "output")
@@ -574,7 +653,7 @@ def _trace_inference(gm, names, flat, t0):
     aliases = _check_outputs(traced, outputs)
     if aliases:  # made at run time from what they alias, not by the program
         out.args = ([None if j in aliases else o for j, o in enumerate(outputs)],)
-    mutated = functionalize(traced)
+    mutated = written_inputs(traced) if functional else functionalize(traced)
     # The trace and rewrite (in place of AOTAutograd's passes), before the
     # lowering and XLA.
     _compile._add_seconds("direct_trace_seconds", time.perf_counter() - t0)
@@ -582,15 +661,25 @@ def _trace_inference(gm, names, flat, t0):
     return "inference", _compile._Builder(traced, flat, name).build(), mutated, aliases
 
 
-def _trace_training(gm, names, flat, t0):
-    differentiable = _compile_joint.differentiable_outputs(gm)
+def _joint(gm, names, flat, differentiable, functional):
     joint, joint_inputs, grad_inputs, n_outputs = _compile_joint.trace(
-        gm, names, flat, differentiable)
+        gm, names, flat, differentiable, functional)
     if _compile.draws_random(joint):
         raise _Unsupported("draws random numbers")
     out = next(n for n in joint.graph.nodes if n.op == "output")
     _check_outputs(joint, out.args[0][:n_outputs], training=True)
-    if functionalize(joint):
+    if written_inputs(joint) if functional else functionalize(joint):
         raise _Unsupported("updates an input")
+    return joint, joint_inputs, grad_inputs, n_outputs
+
+
+def _trace_training(gm, names, flat, t0):
+    differentiable = _compile_joint.differentiable_outputs(gm)
+    try:
+        joint, joint_inputs, grad_inputs, n_outputs = _joint(gm, names, flat, differentiable,
+                                                             functional=False)
+    except _ViewsMutated:
+        joint, joint_inputs, grad_inputs, n_outputs = _joint(gm, names, flat, differentiable,
+                                                             functional=True)
     plan = _compile_joint.split(joint, joint_inputs, n_outputs, differentiable, grad_inputs, t0)
     return "training", plan

@@ -22,7 +22,7 @@ import time
 
 import torch
 
-from . import _compile
+from . import _compile, _compile_direct
 
 
 class Unsupported(Exception):
@@ -93,10 +93,11 @@ def differentiable_outputs(gm):
     return found
 
 
-def trace(gm, names, flat, differentiable):
+def trace(gm, names, flat, differentiable, functional=False):
     """The joint graph of |gm| on fake |flat| (parameters and buffers
     first, named |names|): placeholders primals_1.. then tangents_1.., outputs
-    the graph's then the gradients of the inputs that require them. Returns
+    the graph's then the gradients of the inputs that require them;
+    |functional|: traced under PyTorch's functionalization. Returns
     (joint, its fake inputs, grad_inputs positions, n_outputs)."""
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.fx.experimental.proxy_tensor import get_proxy_mode, make_fx
@@ -132,8 +133,15 @@ def trace(gm, names, flat, differentiable):
                                     allow_unused=True)
         return [*outs, *grads]
 
+    if functional:
+        functional_joint = _compile_direct.functional_form(joint)
+
+        def traced_fn(primals, tangents):  # (placeholders are named after these)
+            return functional_joint(primals, tangents)
+    else:
+        traced_fn = joint
     with mode, torch.enable_grad():
-        traced = make_fx(joint, decomposition_table=_compile.decompositions())(fakes, tangents)
+        traced = make_fx(traced_fn, decomposition_table=_compile.decompositions())(fakes, tangents)
     return traced, (fakes, tangents), grad_inputs, n_outputs
 
 
