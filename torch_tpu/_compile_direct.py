@@ -16,17 +16,18 @@ alias a mutated tensor, the graph is traced once more under PyTorch's
 functionalization (as AOTAutograd runs it, below autograd), which replays
 views and scatters writes through them into their bases.
 
-Without a backward, an output that aliases an input or another output (a
-view of it, or the same tensor twice) is made at run time from what it
-aliases, with the view's sizes, strides and offset, as AOTAutograd replays
-views.
+An output that aliases an input or another output (a view of it, or the
+same tensor twice) is made at run time from what it aliases, with the
+view's sizes, strides and offset, as AOTAutograd replays views; with a
+backward the view is made with autograd, so its gradient flows into what
+it views.
 
 Anything else goes to AOTAutograd as before: a graph that draws random
 numbers, holds higher-order ops, mutates an input that aliases another (or,
 with a backward, any input), changes a tensor's sizes in place, returns
 views of memory it does not return itself (two rows of an intermediate)
-or, with a backward, a view of an input or another output, or whose trace
-or lowering fails here. ``TORCH_TPU_COMPILE_DIRECT=0`` sends every graph there.
+or, with a backward, an input itself, or whose trace or lowering fails
+here. ``TORCH_TPU_COMPILE_DIRECT=0`` sends every graph there.
 
 Results are cached on disk (the folder of the AOTAutograd entries) as
 program tapes (two, with a backward), keyed by the Dynamo graph's code,
@@ -34,11 +35,13 @@ its inputs' layouts and aliasing, and the global modes a trace reads (grad,
 default dtype, autocast, deterministic algorithms), so a warm process
 neither traces nor lowers.
 """
+import collections
 import contextlib
 import hashlib
 import operator
 import os
 import pickle
+import re
 import time
 
 import torch
@@ -47,8 +50,10 @@ from . import _compile, _compile_joint
 
 
 # Why the last graph that tried this path went to AOTAutograd (for tests and
-# debugging; counted in torch.tpu._get_cache_stats()["compiled_direct_fallbacks"]).
+# debugging; counted in torch.tpu._get_cache_stats()["compiled_direct_fallbacks"]),
+# and how many graphs went for each reason, node names left out (the zoo's report).
 last_fallback = None
+fallback_reasons = collections.Counter()
 
 
 def enabled():
@@ -387,11 +392,10 @@ def _trace(gm, names, flat, functional=False):
 
 def _check_outputs(traced, outputs, training=False):
     """|outputs| (of graph |traced|) must be values of their own, except
-    that without a backward an output may alias an input or an earlier
-    output the way _replay makes it again (returned as {position: how}).
-    Without a backward an input may be returned as it is and no output may
-    require grad; with one (|training|) an output may not be an input nor
-    a view of one or of another output (AOTAutograd's view replay)."""
+    that an output may alias an input or an earlier output the way replay
+    makes it again (returned as {position: how}). Without a backward an
+    input may be returned as it is and no output may require grad; with one
+    (|training|) an output may not be an input."""
     def key(n):
         return _storage(n.meta["val"])
 
@@ -415,8 +419,6 @@ def _check_outputs(traced, outputs, training=False):
             raise _Unsupported("an output requires grad")
         k = key(o)
         if k in inputs or k in seen:
-            if training:
-                raise _Unsupported(f"output {o.name} is a view of an input or another output")
             aliases[j] = _alias(o, inputs.get(k, ()), seen.get(k))
             continue
         seen[k] = (j, o)
@@ -449,11 +451,12 @@ def _alias(o, inputs, base):
     raise _Unsupported(f"output {o.name} is a view of an input or another output")
 
 
-def _replay(outs, aliases, inputs):
+def replay(outs, aliases, inputs, grad=False):
     """Puts the aliasing outputs in |outs|, from |inputs| (those kept for
-    it) and the other outputs. Views of inputs are made without grad, as the
-    graph made them."""
-    with torch.no_grad():
+    it) and the other outputs; views are made with autograd only where the
+    graph made them so (|grad|: a training graph, whose program also
+    returns a copy at each aliasing position, which this replaces)."""
+    with contextlib.nullcontext() if grad else torch.no_grad():
         for j, how in aliases.items():
             if how[0] == "same":
                 outs[j] = outs[how[1]]
@@ -560,7 +563,8 @@ def _store(folder, entry):
         else:
             plan = entry[1]
             fields = {f: getattr(plan, f) for f in
-                      ("n_outputs", "differentiable", "grad_inputs", "backward_inputs")}
+                      ("n_outputs", "differentiable", "grad_inputs", "backward_inputs",
+                       "aliases")}
             data = pickle.dumps((kind, fields, _saved(plan.forward), _saved(plan.backward)))
     except Exception:  # a constant that does not pickle: the graph is not cached
         return
@@ -590,6 +594,7 @@ def compile_graph(gm, example_inputs):
     except Exception as e:  # whatever fails here, AOTAutograd gets the graph
         _compile._count("direct_fallbacks")
         last_fallback = f"{type(e).__name__}: {e}"
+        fallback_reasons[re.sub(r"\b[a-z_]+_\d+\b", "<node>", last_fallback)[:200]] += 1
         return None
 
 
@@ -632,7 +637,7 @@ def _direct(gm, example_inputs):
         # value saved before this update.
         if written:
             torch.autograd.graph.increment_version(written)
-        return _replay(outs, aliases, kept) if aliases else outs
+        return replay(outs, aliases, kept) if aliases else outs
 
     return run
 
@@ -667,19 +672,20 @@ def _joint(gm, names, flat, differentiable, functional):
     if _compile.draws_random(joint):
         raise _Unsupported("draws random numbers")
     out = next(n for n in joint.graph.nodes if n.op == "output")
-    _check_outputs(joint, out.args[0][:n_outputs], training=True)
+    aliases = _check_outputs(joint, out.args[0][:n_outputs], training=True)
     if written_inputs(joint) if functional else functionalize(joint):
         raise _Unsupported("updates an input")
-    return joint, joint_inputs, grad_inputs, n_outputs
+    return joint, joint_inputs, grad_inputs, n_outputs, aliases
 
 
 def _trace_training(gm, names, flat, t0):
     differentiable = _compile_joint.differentiable_outputs(gm)
     try:
-        joint, joint_inputs, grad_inputs, n_outputs = _joint(gm, names, flat, differentiable,
-                                                             functional=False)
+        joint, joint_inputs, grad_inputs, n_outputs, aliases = _joint(
+            gm, names, flat, differentiable, functional=False)
     except _ViewsMutated:
-        joint, joint_inputs, grad_inputs, n_outputs = _joint(gm, names, flat, differentiable,
-                                                             functional=True)
+        joint, joint_inputs, grad_inputs, n_outputs, aliases = _joint(
+            gm, names, flat, differentiable, functional=True)
     plan = _compile_joint.split(joint, joint_inputs, n_outputs, differentiable, grad_inputs, t0)
+    plan.aliases = aliases
     return "training", plan

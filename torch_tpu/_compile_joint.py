@@ -39,6 +39,9 @@ class Plan:
     differentiable: list  # positions of outputs with a gradient (tangents)
     grad_inputs: list  # input positions the backward returns gradients for
     backward_inputs: list  # ("saved", k) / ("tangent", j), in backward input order
+    # Outputs made at run time as views of an input or another output
+    # (_compile_direct.replay); the program returns a copy there, unused.
+    aliases: dict = dataclasses.field(default_factory=dict)
 
 
 class _Train(torch.autograd.Function):
@@ -183,7 +186,14 @@ def split(joint, joint_inputs, n_outputs, differentiable, grad_inputs, t0):
 
 
 def runner(plan, state):
+    viewed = sorted({how[1] for how in plan.aliases.values() if how[0] == "input"})
+
     def run(*args):
-        return list(_Train.apply(plan, *state, *args))
+        outs = list(_Train.apply(plan, *state, *args))
+        if not plan.aliases:
+            return outs
+        inputs = [*state, *args]
+        return _compile_direct.replay(outs, plan.aliases, {i: inputs[i] for i in viewed},
+                                      grad=True)
 
     return run

@@ -119,6 +119,9 @@ def run_arch(name, task, model_type, verbose=False, compiled=False):
         return rec
     before = _fallbacks()
     stats_before = torch.tpu._get_cache_stats()
+    from .. import _compile_direct
+
+    reasons_before = collections.Counter(_compile_direct.fallback_reasons)
     tmodel = None
     if compiled:
         # A fresh Dynamo per architecture: code shared between models (mask
@@ -172,6 +175,7 @@ def run_arch(name, task, model_type, verbose=False, compiled=False):
         # training graphs), and ones that path sent back to it.
         for k in ("direct_graphs", "direct_training_graphs", "direct_fallbacks"):
             rec[k] = stats["compiled_" + k] - stats_before["compiled_" + k]
+        rec["direct_fallback_reasons"] = dict(_compile_direct.fallback_reasons - reasons_before)
         rec["graph_breaks"] = sum(counters["graph_break"].values())
         if rec["status"] == "match" and rec["compiled_graphs"] == 0:
             rec.update(status="crash", reason="nothing was compiled (ran eagerly)")
@@ -341,6 +345,8 @@ def totals(results):
         **{k: sum(r.get(k, 0) for r in results.values())
            for k in ("compiled_graphs", "direct_graphs", "direct_training_graphs",
                      "direct_fallbacks")},
+        "direct_fallback_reasons": sum((collections.Counter(r.get("direct_fallback_reasons", {}))
+                                        for r in results.values()), collections.Counter()),
     }
 
 
@@ -364,6 +370,8 @@ def report(results):
         lines.append(f"Compiled graphs: {t['compiled_graphs']}; lowered without AOTAutograd: "
                      f"{t['direct_graphs']} ({t['direct_training_graphs']} with a backward), "
                      f"sent back to it: {t['direct_fallbacks']}")
+        for why, n in t["direct_fallback_reasons"].most_common():
+            lines.append(f"  sent back ({n}): {why}")
     return "\n".join(lines)
 
 
