@@ -452,8 +452,8 @@ def _alias(o, inputs, base):
 
 
 def replay(outs, aliases, inputs, grad=False):
-    """Puts the aliasing outputs in |outs|, from |inputs| (those kept for
-    it) and the other outputs; views are made with autograd only where the
+    """Puts the aliasing outputs in |outs|, from the graph's |inputs| and
+    the other outputs; views are made with autograd only where the
     graph made them so (|grad|: a training graph, whose program also
     returns a copy at each aliasing position, which this replaces)."""
     with contextlib.nullcontext() if grad else torch.no_grad():
@@ -626,12 +626,11 @@ def _direct(gm, example_inputs):
     if kind == "training":
         return _compile_joint.runner(entry[1], state)
     _, code, mutated, aliases = entry
-    viewed = sorted({how[1] for how in aliases.values() if how[0] == "input"})
 
     def run(*args):
         inputs = [*state, *args]
         written = [inputs[i] for i in mutated]
-        kept = {i: inputs[i] for i in viewed}
+        kept = list(inputs) if aliases else None
         outs = code(inputs)  # (empties |inputs|: the boxed convention)
         # As an in-place op would: autograd then refuses a backward through a
         # value saved before this update.
@@ -642,11 +641,17 @@ def _direct(gm, example_inputs):
     return run
 
 
-def _trace_inference(gm, names, flat, t0):
+def _functional_where_needed(trace, *args):
+    """trace(*args, functional=False), or where a view aliases a mutated
+    tensor, the trace again under PyTorch's functionalization."""
     try:
-        return _trace_inference_as(gm, names, flat, t0, functional=False)
+        return trace(*args, functional=False)
     except _ViewsMutated:
-        return _trace_inference_as(gm, names, flat, t0, functional=True)
+        return trace(*args, functional=True)
+
+
+def _trace_inference(gm, names, flat, t0):
+    return _functional_where_needed(_trace_inference_as, gm, names, flat, t0)
 
 
 def _trace_inference_as(gm, names, flat, t0, functional):
@@ -680,12 +685,8 @@ def _joint(gm, names, flat, differentiable, functional):
 
 def _trace_training(gm, names, flat, t0):
     differentiable = _compile_joint.differentiable_outputs(gm)
-    try:
-        joint, joint_inputs, grad_inputs, n_outputs, aliases = _joint(
-            gm, names, flat, differentiable, functional=False)
-    except _ViewsMutated:
-        joint, joint_inputs, grad_inputs, n_outputs, aliases = _joint(
-            gm, names, flat, differentiable, functional=True)
+    joint, joint_inputs, grad_inputs, n_outputs, aliases = _functional_where_needed(
+        _joint, gm, names, flat, differentiable)
     plan = _compile_joint.split(joint, joint_inputs, n_outputs, differentiable, grad_inputs, t0)
     plan.aliases = aliases
     return "training", plan

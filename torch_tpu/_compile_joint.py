@@ -186,14 +186,10 @@ def split(joint, joint_inputs, n_outputs, differentiable, grad_inputs, t0):
 
 
 def runner(plan, state):
-    viewed = sorted({how[1] for how in plan.aliases.values() if how[0] == "input"})
-
     def run(*args):
         outs = list(_Train.apply(plan, *state, *args))
         if not plan.aliases:
             return outs
-        inputs = [*state, *args]
-        return _compile_direct.replay(outs, plan.aliases, {i: inputs[i] for i in viewed},
-                                      grad=True)
+        return _compile_direct.replay(outs, plan.aliases, [*state, *args], grad=True)
 
     return run

@@ -1111,15 +1111,16 @@ def test_exit_while_the_backward_compiles_in_the_background(tmp_path):
     assert "in the background" in r.stderr  # the forward and backward both were
 
 
-def _dynamo_graphs(fn, *args):
-    """The graphs Dynamo hands the tpu backend for fn(*args), and fn's result."""
+def _dynamo_graphs(fn, *args, compile_graph=None):
+    """The graphs Dynamo hands the backend for fn(*args), and fn's result;
+    |compile_graph| (the tpu backend by default) compiles them."""
     from torch_tpu._compile import tpu_backend
 
     graphs = []
 
     def backend(gm, example_inputs):
         graphs.append(gm)
-        return tpu_backend(gm, example_inputs)
+        return (compile_graph or tpu_backend)(gm, example_inputs)
 
     torch._dynamo.reset()
     out = torch.compile(fn, backend=backend)(*args)
@@ -1154,10 +1155,8 @@ def test_foreach_lerp_traces_as_one_op_on_tpu(weight):
         torch._foreach_lerp_(xs, ys, weight)
         return [x + 0 for x in xs]
 
-    cpu_graphs = []
-    torch._dynamo.reset()
-    out = torch.compile(on_cpu, backend=lambda gm, ex: cpu_graphs.append(gm) or gm)(
-        [s.clone() for s in starts], ends)
+    cpu_graphs, out = _dynamo_graphs(on_cpu, [s.clone() for s in starts], ends,
+                                     compile_graph=lambda gm, ex: gm)
     targets = [n.target for g in cpu_graphs for n in g.graph.nodes if n.op == "call_function"]
     assert torch.ops.aten._foreach_lerp_.Scalar not in targets, targets
     for got, s, e in zip(out, starts, ends):
@@ -1165,7 +1164,7 @@ def test_foreach_lerp_traces_as_one_op_on_tpu(weight):
 
 
 def test_guard_latency_is_timed_without_evicting_the_caches():
-    """Dynamo's guard-latency metric is timed by our probe (no 32 MiB cache
+    """Dynamo's guard-latency metric is timed by our probe (no cache
     eviction per compiled frame): it runs once per compiled frame, evaluates
     the frame's guards and gives a finite latency."""
     from torch._dynamo import guards
