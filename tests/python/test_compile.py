@@ -1185,3 +1185,95 @@ def test_guard_latency_is_timed_without_evicting_the_caches():
     assert torch.equal(out.cpu(), torch.full((3,), 3.0))
     assert len(seen) == 1 and seen[0][0] is True, seen
     assert 0 <= seen[0][1] < 1e6, seen
+
+
+def _step_variant(kind):
+    def plain(model, x):
+        loss = model(x).square().mean()
+        loss.backward()
+        return loss.detach()
+
+    def keywords(model, x):
+        loss = model(x).square().mean()
+        loss.backward(retain_graph=True)
+        return loss.detach() * 2
+
+    def in_block(model, x):
+        with torch.enable_grad():
+            loss = model(x).square().mean()
+            loss.backward()
+        return loss.detach() + 1
+
+    def in_loop(model, x):
+        total = 0
+        for _ in range(2):
+            loss = model(x).square().mean()
+            loss.backward()
+            total = total + loss.detach()
+        return total
+
+    def fullgraph(model, x):
+        return plain(model, x)
+
+    return {"plain": plain, "keywords": keywords, "in_block": in_block, "in_loop": in_loop,
+            "fullgraph": fullgraph}[kind]
+
+
+def _compile_backward_step(kind, taken_in_first_pass):
+    """Compiles and runs a step of variant |kind| on a fresh model, with
+    Dynamo's CALL as we install it or as it comes; returns the graphs' code,
+    the result, the gradients, the frames' restart reasons and the graph
+    breaks Dynamo counted."""
+    import dis
+
+    from torch._dynamo import symbolic_convert, utils
+
+    table, op = symbolic_convert.InstructionTranslator.dispatch_table, dis.opmap["CALL"]
+    ours = table[op]
+    assert getattr(ours, "_tpu_wrapped", False)
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 3)).to("tpu")
+    x = torch.randn(4, 6).to("tpu")
+    step = _step_variant(kind)
+    table[op] = ours if taken_in_first_pass else ours._tpu_original
+    try:
+        torch._dynamo.reset()
+        utils.clear_compilation_metrics()
+        utils.counters.clear()
+        if kind == "fullgraph":
+            with pytest.raises(torch._dynamo.exc.Unsupported, match="backward"):
+                torch.compile(step, backend="tpu", fullgraph=True)(model, x)
+            return None
+        graphs, out = _dynamo_graphs(step, model, x)
+        restarts = {m.co_name: sorted(m.restart_reasons or ())
+                    for m in utils.get_compilation_metrics()}
+        breaks = sum(utils.counters["graph_break"].values())
+    finally:
+        table[op] = ours
+    return ([g.code for g in graphs], out.cpu(), grads(model), restarts, breaks)
+
+
+@pytest.mark.parametrize("kind", ["plain", "keywords", "in_block", "in_loop", "fullgraph"])
+def test_backward_breaks_the_graph_without_tracing_the_forward_twice(kind):
+    """loss.backward() in the compiled frame breaks its graph at once,
+    instead of Dynamo tracing the forward, failing at backward() and tracing
+    it all again: the same graphs, results, gradients and graph-break count
+    as Dynamo's own way, without its restart. Inside a loop (Dynamo runs the
+    frame uncompiled) and with fullgraph=True (an error), Dynamo's own way
+    decides."""
+    ours = _compile_backward_step(kind, True)
+    theirs = _compile_backward_step(kind, False)
+    if kind == "fullgraph":
+        return  # both raised
+    assert ours[0] == theirs[0]
+    assert torch.equal(ours[1], theirs[1])
+    for a, b in zip(ours[2], theirs[2]):
+        assert torch.equal(a, b)
+    assert ours[4] == theirs[4]
+    step_frame = _step_variant(kind).__name__
+    if kind == "in_loop":
+        assert ours[3] == theirs[3]
+    else:
+        assert ours[4] >= 1
+        assert theirs[3][step_frame], theirs[3]  # Dynamo restarted at backward()
+        assert ours[3][step_frame] == [], ours[3]
