@@ -114,9 +114,11 @@ static tpr_value_t lin(lw_ctx_t* ctx, tpr_dtype_t acc) {
   tpr_value_t i = tpr_iota(g, shape, 0);
   tpr_value_t a = lw_in(ctx, 0, acc, &shape), b = lw_in(ctx, 1, acc, &shape);
   if (steps == 1) return a;
-  // steps - 1 + 0*a: a divisor XLA cannot see as constant, so it divides
-  // instead of multiplying by a rounded reciprocal (PyTorch divides).
-  tpr_value_t d = lw_add(g, lw_k(g, a, (double)(steps - 1)), lw_mul(g, a, lw_k(g, a, 0)));
+  // steps - 1 + 0*i, one element per step: a divisor XLA can see neither as
+  // a constant nor as a broadcast scalar, so it divides instead of
+  // multiplying by a rounded reciprocal (PyTorch divides; newer XLAs take
+  // the reciprocal of a broadcast divisor).
+  tpr_value_t d = lw_add(g, lw_k(g, i, (double)(steps - 1)), lw_mul(g, i, lw_k(g, i, 0)));
   tpr_value_t step = lw_div(g, lw_sub(g, b, a), d);
   tpr_value_t lo = lw_add(g, a, lw_mul(g, i, step));
   tpr_value_t hi = lw_sub(g, b, lw_mul(g, lw_sub(g, lw_k(g, i, (double)(steps - 1)), i), step));
