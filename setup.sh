@@ -30,9 +30,10 @@ printf '3.18\n%s\n' "$cmake_version" | sort -V -C ||
 
 install() { "$PY" -m pip install --quiet -c constraints.txt "$@"; }
 install "torch==${TORCH_VERSION}"
-# The CPU PJRT plugins: xla-cpu-pjrt is the default device; on x86-64 the C
-# tests also run on lammps-jax-pjrt-cpu, a newer XLA build (its jax
-# requirement is for its own LAMMPS use: the plugin is a standalone library).
+# The CPU PJRT plugins: on x86-64 lammps-jax-pjrt-cpu, a newer XLA build, is
+# the default device (its jax requirement is for its own LAMMPS use: the
+# plugin is a standalone library); xla-cpu-pjrt is the default elsewhere,
+# and the C tests run on both.
 install numpy==2.4.6 xla-cpu-pjrt==0.0.1
 if [[ $(uname -m) == x86_64 ]]; then
   install --no-deps lammps-jax-pjrt-cpu==0.11.2

@@ -91,7 +91,8 @@ t_step = time.perf_counter() - t0
 after = torch.tpu._get_cache_stats()
 d = {k: after[k] - before[k] for k in ("compile_seconds", "compiles", "compiled_seconds",
                                        "disk_hits", "compiled_xla_seconds")}
-out = {"import": t_import, "setup": t_setup, "first step": t_step,
+out = {"plugin": os.path.basename(torch_tpu._C._plugin_info()["path"]),
+       "import": t_import, "setup": t_setup, "first step": t_step,
        "xla compile": d["compile_seconds"], "xla compiles": d["compiles"],
        "disk hits": d["disk_hits"]}
 if mode == "compiled":
@@ -130,6 +131,10 @@ JAX_CHILD = r"""
 import json, sys, time
 t0 = time.perf_counter()
 import jax, jax.numpy as jnp
+if len(sys.argv) > 2:  # a PJRT plugin to run on instead of jaxlib's own XLA:CPU
+    from jax._src import xla_bridge
+    xla_bridge.register_plugin("bench_plugin", library_path=sys.argv[2])
+    jax.config.update("jax_platforms", "bench_plugin")
 jax.config.update("jax_compilation_cache_dir", sys.argv[1])
 jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
 jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
@@ -198,7 +203,9 @@ t_run = time.perf_counter() - t0
 print("RESULT " + json.dumps({"import": t_import, "setup": t_setup,
                               "first step": t_lower + t_compile + t_run,
                               "tracing + lowering": t_lower, "xla compile": t_compile,
-                              "execution": t_run, "jax": jax.__version__}))
+                              "execution": t_run, "jax": jax.__version__,
+                              "plugin": sys.argv[2].rsplit("/", 1)[-1] if len(sys.argv) > 2
+                              else "jaxlib"}))
 """
 
 
@@ -209,7 +216,11 @@ def run_pair(mode, args):
                    TORCHINDUCTOR_CACHE_DIR=os.path.join(cache, "inductor"))
         if mode == "jax":
             cmd = [args.jax_python, "-c", JAX_CHILD, os.path.join(cache, "jax")]
-            env["JAX_PLATFORMS"] = "cpu"
+            if args.jax_plugin:
+                cmd.append(args.jax_plugin)
+                env.pop("JAX_PLATFORMS", None)
+            else:
+                env["JAX_PLATFORMS"] = "cpu"
         else:
             cmd = [sys.executable, "-c", TORCH_CHILD, mode]
         return child_result(cmd, env), child_result(cmd, env)
@@ -220,6 +231,9 @@ def main():
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--modes", nargs="+", default=["compiled", "strict", "fused"])
     ap.add_argument("--jax-python", help="an interpreter with jax installed")
+    ap.add_argument("--jax-plugin", help="a PJRT plugin library for JAX to run on (e.g. the "
+                    "one torch_tpu runs on, so that both use the same XLA) instead of jaxlib's "
+                    "own XLA:CPU")
     ap.add_argument("--json", help="write the medians here")
     args = ap.parse_args()
     modes = args.modes + (["jax"] if args.jax_python else [])
@@ -234,7 +248,8 @@ def main():
                    for k in runs[0] if isinstance(runs[0][k], (int, float))}
                for c, runs in v.items()} for m, v in res.items()}
     print(f"first training step, TinyGPT batch 8 + AdamW; medians of {args.rounds} fresh "
-          f"cold/warm pairs ({time.perf_counter() - t0:.0f} s)")
+          f"cold/warm pairs ({time.perf_counter() - t0:.0f} s); XLA: " +
+          ", ".join(f"{m} {res[m]['cold'][0].get('plugin', '?')}" for m in modes))
     keys = []
     for m in modes:
         for k in med[m]["cold"]:

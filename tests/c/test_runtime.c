@@ -56,18 +56,19 @@ TPR_TEST(runtime_discover_layouts) {
   CHECK_STATUS(tpr_plugin_discover("bogus", dirs, 2, &path),
                TPR_INVALID_ARGUMENT);
 
-  // The lammps wheel alone, then both: xla-cpu-pjrt is preferred.
-  CHECK(touch(root, "lammps_jax_pjrt_cpu/pjrt_c_api_cpu_plugin.so") == 0);
-  CHECK_OK(tpr_plugin_discover("cpu", dirs, 2, &path));
-  CHECK_STR_CONTAINS(path, "lammps_jax_pjrt_cpu/pjrt_c_api_cpu_plugin.so");
-  tpr_free(path);
+  // The xla-cpu-pjrt wheel alone (as on aarch64), then both: the newer XLA
+  // of lammps-jax-pjrt-cpu is preferred.
   CHECK(touch(root, "xla_plugins/xla_cpu_pjrt/xla_cpu_pjrt.so") == 0);
   CHECK_OK(tpr_plugin_discover("cpu", dirs, 2, &path));
   CHECK_STR_CONTAINS(path, "xla_plugins/xla_cpu_pjrt/xla_cpu_pjrt.so");
   tpr_free(path);
+  CHECK(touch(root, "lammps_jax_pjrt_cpu/pjrt_c_api_cpu_plugin.so") == 0);
+  CHECK_OK(tpr_plugin_discover("cpu", dirs, 2, &path));
+  CHECK_STR_CONTAINS(path, "lammps_jax_pjrt_cpu/pjrt_c_api_cpu_plugin.so");
+  tpr_free(path);
   // Automatic: no TPU or GPU plugin in |root|, so the CPU one.
   CHECK_OK(tpr_plugin_discover(NULL, dirs, 2, &path));
-  CHECK_STR_CONTAINS(path, "xla_cpu_pjrt.so");
+  CHECK_STR_CONTAINS(path, "pjrt_c_api_cpu_plugin.so");
   tpr_free(path);
   CHECK(touch(root, "jax_plugins/xla_cuda12/xla_cuda_plugin.so") == 0);
   CHECK(touch(root, "xla_plugins/xla_cuda13_pjrt/xla_cuda13_pjrt.so") == 0);
