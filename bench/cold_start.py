@@ -15,7 +15,10 @@ The model is bench/models.TinyGPT (4 layers, d 256, seq 128, vocab 512),
 batch 8, AdamW. A first step ends when all its work has (the loss read,
 then torch.tpu.synchronize(); JAX: block_until_ready on every output), so
 a compile or run still in flight after the loss read counts. Medians of
---rounds fresh cold/warm pairs.
+--rounds fresh cold/warm pairs. The warm process then times windows of
+--steady more steps (one host read each): steps/s once compiled, for the
+steady-state comparison with JAX (its jitted step, parameters and AdamW
+state donated as our compiled step donates them).
 
     python bench/cold_start.py [--rounds 2] [--jax-python /path/to/venv-jax/bin/python]"""
 import argparse
@@ -124,11 +127,22 @@ waited = out.get("xla waited for", out["xla compile"])
 known = waited + sum(out.get(k, 0.0) for k in ("dynamo tracing", "aot autograd, loads",
                                                "direct trace", "lowering + emission"))
 out["rest (runs, reads)"] = t_step - known
+steady = int(os.environ.get("BENCH_STEADY_STEPS", "0"))
+if steady:  # steps/s once compiled: windows of |steady| steps, one host read each
+    rates = []
+    for _ in range(4):
+        t0 = time.perf_counter()
+        for _ in range(steady):
+            loss = step(x, y)
+        loss.item()
+        torch.tpu.synchronize()
+        rates.append(steady / (time.perf_counter() - t0))
+    out["steps/s (steady)"] = sorted(rates[1:])[1]  # median of the last three
 print("RESULT " + json.dumps(out))
 """.replace("HERE", repr(HERE))
 
 JAX_CHILD = r"""
-import json, sys, time
+import json, os, sys, time
 t0 = time.perf_counter()
 import jax, jax.numpy as jnp
 if len(sys.argv) > 2:  # a PJRT plugin to run on instead of jaxlib's own XLA:CPU
@@ -200,12 +214,25 @@ out = compiled(p, m, v, 0, x, y)
 float(out[-1])
 jax.block_until_ready(out)
 t_run = time.perf_counter() - t0
+steady = int(os.environ.get("BENCH_STEADY_STEPS", "0"))
+rates = []
+if steady:  # steps/s once compiled, as for torch: windows of |steady| steps
+    run = jax.jit(step, donate_argnums=(0, 1, 2))
+    state = out[:4]
+    for _ in range(4):
+        t0 = time.perf_counter()
+        for _ in range(steady):
+            *state, loss = run(*state, x, y)
+        float(loss)
+        jax.block_until_ready(state)
+        rates.append(steady / (time.perf_counter() - t0))
 print("RESULT " + json.dumps({"import": t_import, "setup": t_setup,
                               "first step": t_lower + t_compile + t_run,
                               "tracing + lowering": t_lower, "xla compile": t_compile,
                               "execution": t_run, "jax": jax.__version__,
                               "plugin": sys.argv[2].rsplit("/", 1)[-1] if len(sys.argv) > 2
-                              else "jaxlib"}))
+                              else "jaxlib",
+                              **({"steps/s (steady)": sorted(rates[1:])[1]} if rates else {})}))
 """
 
 
@@ -223,7 +250,10 @@ def run_pair(mode, args):
                 env["JAX_PLATFORMS"] = "cpu"
         else:
             cmd = [sys.executable, "-c", TORCH_CHILD, mode]
-        return child_result(cmd, env), child_result(cmd, env)
+        cold = child_result(cmd, env)
+        if args.steady:
+            env["BENCH_STEADY_STEPS"] = str(args.steady)
+        return cold, child_result(cmd, env)
 
 
 def main():
@@ -234,6 +264,9 @@ def main():
     ap.add_argument("--jax-plugin", help="a PJRT plugin library for JAX to run on (e.g. the "
                     "one torch_tpu runs on, so that both use the same XLA) instead of jaxlib's "
                     "own XLA:CPU")
+    ap.add_argument("--steady", type=int, default=5, metavar="N",
+                    help="after the warm first step, time windows of N more steps (steps/s "
+                    "once compiled; 0: skip)")
     ap.add_argument("--json", help="write the medians here")
     args = ap.parse_args()
     modes = args.modes + (["jax"] if args.jax_python else [])
@@ -252,9 +285,10 @@ def main():
           ", ".join(f"{m} {res[m]['cold'][0].get('plugin', '?')}" for m in modes))
     keys = []
     for m in modes:
-        for k in med[m]["cold"]:
-            if k not in keys:
-                keys.append(k)
+        for c in ("cold", "warm"):
+            for k in med[m][c]:
+                if k not in keys:
+                    keys.append(k)
     cols = [(m, c) for m in modes for c in ("cold", "warm")]
     print(f"{'seconds':<22}" + "".join(f"{m + ' ' + c:>16}" for m, c in cols))
     for k in keys:
@@ -269,6 +303,11 @@ def main():
             ours, theirs = med["compiled"][c]["first step"], med["jax"][c]["first step"]
             print(f"{c}: compiled first step {ours:.2f} s vs JAX {theirs:.2f} s: "
                   f"JAX/ours {theirs / ours:.2f}x (target >= {1.0 if c == 'cold' else 0.8})")
+        ours = med["compiled"]["warm"].get("steps/s (steady)")
+        theirs = med["jax"]["warm"].get("steps/s (steady)")
+        if ours and theirs:
+            print(f"steady state: compiled {ours:.2f} steps/s vs JAX {theirs:.2f}: "
+                  f"ours/JAX {ours / theirs:.2f}x (target >= 1.5)")
         # What no backend can remove: Dynamo's tracing of the step's frames.
         for c in ("cold", "warm"):
             floor = med["compiled"][c].get("dynamo tracing", 0.0)
