@@ -392,8 +392,9 @@ def _trace(gm, names, flat, functional=False):
 
 def _check_outputs(traced, outputs, training=False):
     """|outputs| (of graph |traced|) must be values of their own, except
-    that an output may alias an input or an earlier output the way replay
-    makes it again (returned as {position: how}). Without a backward an
+    that an output may alias an input or another output the way replay
+    makes it again (returned as {position: how}; of outputs on one storage,
+    one whose values hold the others' is returned, in whatever position). Without a backward an
     input may be returned as it is and no output may require grad; with one
     (|training|) an output may not be an input."""
     def key(n):
@@ -403,8 +404,7 @@ def _check_outputs(traced, outputs, training=False):
     for i, n in enumerate(n for n in traced.graph.nodes if n.op == "placeholder"):
         if isinstance(n.meta.get("val"), torch.Tensor):
             inputs.setdefault(key(n), []).append((i, n))
-    seen = {}
-    aliases = {}
+    groups = {}  # storage -> [(position, node)] of the outputs on it
     for j, o in enumerate(outputs):
         if not isinstance(o, torch.fx.Node):
             continue
@@ -417,12 +417,39 @@ def _check_outputs(traced, outputs, training=False):
             continue
         if v.requires_grad and not training:
             raise _Unsupported("an output requires grad")
-        k = key(o)
-        if k in inputs or k in seen:
-            aliases[j] = _alias(o, inputs.get(k, ()), seen.get(k))
-            continue
-        seen[k] = (j, o)
+        groups.setdefault(key(o), []).append((j, o))
+    aliases = {}
+    for k, group in groups.items():
+        base = None if k in inputs else _base_output(group)
+        for j, o in group:
+            if base is None or j != base[0]:
+                aliases[j] = _alias(o, inputs.get(k, ()), base)
     return aliases
+
+
+def _base_output(group):
+    """The output of |group| (outputs on one storage) that the program
+    returns, the others being made from it: the first whose values hold all
+    the others' (contiguous: returned as they are), else the first."""
+    def holds(b, o):
+        bv, v = b.meta["val"], o.meta["val"]
+        return b is o or _inside(v, bv) is not None
+
+    for j, b in group:
+        if b.meta["val"].is_contiguous() and all(holds(b, o) for _, o in group):
+            return j, b
+    return group[0]
+
+
+def _inside(v, bv):
+    """Offset of view |v| in contiguous |bv|'s values (of one storage and
+    dtype), or None where it reaches outside them."""
+    first = v.storage_offset() - bv.storage_offset()
+    last = first + sum((n - 1) * st for n, st in zip(v.shape, v.stride()) if n > 0)
+    if bv.dtype == v.dtype and bv.is_contiguous() and v.numel() > 0 and \
+            first >= 0 and last < bv.numel():
+        return first
+    return None
 
 
 def _alias(o, inputs, base):
@@ -441,12 +468,8 @@ def _alias(o, inputs, base):
         k, b = base
         if b is o:
             return ("same", k)
-        bv = b.meta["val"]
-        # The view must lie inside the output it is made from.
-        first = v.storage_offset() - bv.storage_offset()
-        last = first + sum((n - 1) * st for n, st in zip(v.shape, v.stride()) if n > 0)
-        if bv.dtype == v.dtype and bv.is_contiguous() and v.numel() > 0 and \
-                first >= 0 and last < bv.numel():
+        first = _inside(v, b.meta["val"])  # the view must lie inside what it is made from
+        if first is not None:
             return ("output", k, *view, first)
     raise _Unsupported(f"output {o.name} is a view of an input or another output")
 

@@ -242,6 +242,28 @@ def test_outputs_aliasing_inputs_or_outputs_are_views_as_in_eager(paths):
     torch.testing.assert_close(corner.cpu(), y.cpu()[1:, 2:])
 
 
+def test_views_returned_before_what_they_view(paths):
+    """An output that views one returned after it (CLIP's logits_per_image
+    is logits_per_text.t(), returned first) comes back as a view of it:
+    the program returns the whole value once, wherever it stands."""
+    def f(a, b):
+        per_text = a @ b.t() * 2
+        return per_text.t(), per_text[1:], per_text, per_text.t()[0]
+
+    ref, _, out, _ = both(f, inputs([3, 4], [5, 4]))
+    torch.testing.assert_close(out, ref, **F32)
+    assert paths() == {"aot": 0, "graphs": 1, "training_graphs": 0, "fallbacks": 0}
+    a, b = inputs([3, 4], [5, 4])()
+    with torch.no_grad():
+        per_image, rest, per_text, first = torch.compile(f, backend="tpu")(a, b)
+    assert per_text.is_contiguous() and not per_text._is_view()
+    for v in (per_image, rest, first):
+        assert v._is_view()
+        assert v.untyped_storage().data_ptr() == per_text.untyped_storage().data_ptr()
+    per_text.add_(1)
+    torch.testing.assert_close(per_image.cpu(), per_text.cpu().t())
+
+
 def test_input_views_follow_the_input_offset(paths):
     """Dynamo runs one graph on inputs of the same sizes and strides at any
     storage offset (rows of a batch): the views come from each call's own."""

@@ -236,6 +236,37 @@ def test_outputs_aliasing_inputs_or_outputs_keep_their_gradients(paths):
     assert paths() == {"aot": 0, "graphs": 1, "training_graphs": 1, "fallbacks": 0}
 
 
+def test_views_returned_before_what_they_view_keep_their_gradients(paths):
+    """A training graph returning a view before the value it views (CLIP's
+    logits_per_image, logits_per_text): the gradients of both flow into the
+    parameters as in eager."""
+    import copy
+
+    class Logits(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.text, self.image = torch.nn.Linear(4, 3), torch.nn.Linear(4, 3)
+
+        def forward(self, t, i):
+            per_text = self.text(t) @ self.image(i).t()
+            return per_text.t(), per_text
+
+    torch.manual_seed(0)
+    ref = Logits().to("tpu")
+    model = copy.deepcopy(ref)
+    t, i = torch.randn(2, 4).to("tpu"), torch.randn(5, 4).to("tpu")
+    want = ref(t, i)
+    _weighted_loss(want).backward()
+    got = torch.compile(model, backend="tpu")(t, i)
+    _weighted_loss(got).backward()
+    torch.testing.assert_close([o.detach().cpu() for o in got],
+                               [o.detach().cpu() for o in want], **F32)
+    torch.testing.assert_close(grads(model), grads(ref), **F32)
+    assert got[0]._is_view() and got[0].requires_grad
+    assert got[0].untyped_storage().data_ptr() == got[1].untyped_storage().data_ptr()
+    assert paths() == {"aot": 0, "graphs": 1, "training_graphs": 1, "fallbacks": 0}
+
+
 def test_aliasing_outputs_come_back_from_the_cache(paths, tmp_path, monkeypatch):
     import torch_tpu._compile_cache as CC
 
