@@ -1054,10 +1054,11 @@ def _patch_backward_graph_break():
             entry.reason = sc.GraphCompileReason(getattr(err, "msg", str(err)),
                                                  getattr(err, "real_stack", None) or
                                                  [tx.frame_summary()])
-            try:
-                entry.fail_and_restart_analysis(tx.error_on_graph_break)
-            except exc.SpeculationRestartAnalysis:
-                pass
+            entry.fail_and_restart_analysis(tx.error_on_graph_break)
+        except exc.SpeculationRestartAnalysis:
+            pass  # the entry is marked: CALL breaks the graph at once
+        except Exception:  # a Dynamo unlike this one: its own path decides
+            return
         finally:
             tx.speculation_log.index -= 1  # CALL's own speculate() takes this entry
         tx.log_graph_break(tx.code_options, reason=f"{prefix}:\n\n{err}", exc=err)

@@ -393,10 +393,11 @@ def _trace(gm, names, flat, functional=False):
 def _check_outputs(traced, outputs, training=False):
     """|outputs| (of graph |traced|) must be values of their own, except
     that an output may alias an input or another output the way replay
-    makes it again (returned as {position: how}; of outputs on one storage,
-    one whose values hold the others' is returned, in whatever position). Without a backward an
-    input may be returned as it is and no output may require grad; with one
-    (|training|) an output may not be an input."""
+    makes it again (returned as {position: how}; of the outputs on one
+    storage, the program returns one holding the others' values, wherever
+    it stands). Without a backward an input may be returned as it is and no
+    output may require grad; with one (|training|) an output may not be an
+    input."""
     def key(n):
         return _storage(n.meta["val"])
 
@@ -432,8 +433,7 @@ def _base_output(group):
     returns, the others being made from it: the first whose values hold all
     the others' (contiguous: returned as they are), else the first."""
     def holds(b, o):
-        bv, v = b.meta["val"], o.meta["val"]
-        return b is o or _inside(v, bv) is not None
+        return b is o or _inside(o.meta["val"], b.meta["val"]) is not None
 
     for j, b in group:
         if b.meta["val"].is_contiguous() and all(holds(b, o) for _, o in group):
