@@ -431,12 +431,12 @@ def _check_outputs(traced, outputs, training=False):
 def _base_output(group):
     """The output of |group| (outputs on one storage) that the program
     returns, the others being made from it: the first whose values hold all
-    the others' (contiguous: returned as they are), else the first."""
+    the others' (_inside: a contiguous one), else the first."""
     def holds(b, o):
         return b is o or _inside(o.meta["val"], b.meta["val"]) is not None
 
     for j, b in group:
-        if b.meta["val"].is_contiguous() and all(holds(b, o) for _, o in group):
+        if all(holds(b, o) for _, o in group):
             return j, b
     return group[0]
 
