@@ -220,18 +220,16 @@ static int write_all(int fd, const void* buf, size_t n) {
   return 0;
 }
 
-tpr_status_t tpr_disk_cache_load(const uint64_t key[2], tpr_executable_t** out) {
+// Reads, verifies and loads the entry at |path| for |key|. Touches no shared
+// state, so it runs on any thread (a background load); *|corrupt| says that
+// a file was there and failed a check.
+tpr_status_t tpr_disk_cache_read(const char* path, const uint64_t key[2],
+                                 tpr_executable_t** out, bool* corrupt) {
   *out = NULL;
-  if (!cache_dir[0]) return TPR_ERR(NOT_FOUND, "disk cache off");
-  char path[4200];
-  entry_path(key, path, sizeof path);
+  *corrupt = false;
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) {
-    if (errno == ELOOP) {  // a symbolic link where an entry belongs
-      unlink(path);
-      dstats.corrupt++;
-    }
-    dstats.misses++;
+    *corrupt = errno == ELOOP;  // a symbolic link where an entry belongs
     return TPR_ERR(NOT_FOUND, "no entry");
   }
   entry_header_t h;
@@ -251,14 +249,38 @@ tpr_status_t tpr_disk_cache_load(const uint64_t key[2], tpr_executable_t** out) 
                                                    (size_t)h.payload_size, out)
                       : TPR_ERR(DATA_LOSS, "corrupt entry");
   tpr_free(payload);
-  if (!tpr_status_is_ok(s)) {  // corrupt, truncated or foreign: recompile
+  *corrupt = !tpr_status_is_ok(s);  // corrupt, truncated or foreign
+  return s;
+}
+
+void tpr_disk_cache_count_read(const char* path, bool loaded, bool corrupt) {
+  if (corrupt) {  // recompiled, and written again
     unlink(path);
     dstats.corrupt++;
+  }
+  if (!loaded) {
     dstats.misses++;
-    return s;
+    return;
   }
   utimes(path, NULL);  // recently used: evicted last
   dstats.hits++;
+}
+
+bool tpr_disk_cache_entry(const uint64_t key[2], char* path, size_t cap) {
+  if (!cache_dir[0]) return false;
+  entry_path(key, path, cap);
+  struct stat st;
+  return lstat(path, &st) == 0;
+}
+
+tpr_status_t tpr_disk_cache_load(const uint64_t key[2], tpr_executable_t** out) {
+  *out = NULL;
+  if (!cache_dir[0]) return TPR_ERR(NOT_FOUND, "disk cache off");
+  char path[4200];
+  entry_path(key, path, sizeof path);
+  bool corrupt;
+  tpr_status_t s = tpr_disk_cache_read(path, key, out, &corrupt);
+  tpr_disk_cache_count_read(path, tpr_status_is_ok(s), corrupt);
   return s;
 }
 

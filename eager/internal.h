@@ -69,6 +69,15 @@ tpr_status_t tpr_tierup_enqueue(const uint64_t key[2], tpr_executable_t* exe, ch
 // Persistent cache entries (disk_cache.c); lock held.
 tpr_status_t tpr_disk_cache_load(const uint64_t key[2], tpr_executable_t** out);
 void tpr_disk_cache_store(const uint64_t key[2], tpr_executable_t* exe);
+// A load in two halves, for a thread of its own: tpr_disk_cache_entry (lock
+// held) says whether |key| has an entry and where (|path|, at least 4200
+// bytes); tpr_disk_cache_read (any thread, no lock) loads it; then
+// tpr_disk_cache_count_read (lock held) counts the outcome, deletes an entry
+// that failed a check and marks a loaded one recently used.
+bool tpr_disk_cache_entry(const uint64_t key[2], char* path, size_t cap);
+tpr_status_t tpr_disk_cache_read(const char* path, const uint64_t key[2],
+                                 tpr_executable_t** out, bool* corrupt);
+void tpr_disk_cache_count_read(const char* path, bool loaded, bool corrupt);
 
 // tpr_eager_flush with the executor lock held. Anything that reads or
 // replaces storage->buffer outside tpr_eager_run must call it first.

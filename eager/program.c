@@ -44,6 +44,9 @@ typedef struct background {
   char* text;  // StableHLO, owned
   size_t len;
   char name[128];
+  char* disk_path;  // owned; set: load this disk cache entry (compile if that fails)
+  bool loaded;      // |exe| came from the disk cache
+  bool corrupt;     // the entry was there and failed a check
   tpr_executable_t* exe;  // the result, or NULL with |status|
   tpr_status_t status;
   pthread_mutex_t lock;        // guards the two below
@@ -96,6 +99,7 @@ static void background_free(background_t* b) {
   tpr_executable_release(b->exe);
   tpr_status_free(b->status);
   tpr_free(b->text);
+  tpr_free(b->disk_path);
   tpr_free(b);
 }
 
@@ -197,15 +201,41 @@ static pthread_mutex_t bg_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t bg_idle = PTHREAD_COND_INITIALIZER;
 static int bg_running;
 
+// Lock held: what |b| got goes to the caches (a loaded entry to memory only),
+// and the disk cache counts the load it tried.
+static void keep_background_locked(const background_t* b, tpr_executable_t* exe) {
+  if (b->disk_path) tpr_disk_cache_count_read(b->disk_path, b->loaded, b->corrupt);
+  if (!exe || tpr_exec_cache_find(b->key)) return;
+  const tpr_graph_t* g = b->program->graph;
+  tpr_status_t s = b->loaded ? tpr_exec_cache_insert(b->key, exe, 16 + tpr_graph_num_nodes(g))
+                             : tpr_eager_keep_executable_locked(g, b->key, exe);
+  tpr_status_free(s);
+}
+
+// The code from the disk cache entry, or (no entry, or one that fails its
+// checks) from XLA.
+static tpr_status_t background_get(background_t* b, tpr_executable_t** exe) {
+  if (b->disk_path) {
+    tpr_status_t s = tpr_disk_cache_read(b->disk_path, b->key, exe, &b->corrupt);
+    b->loaded = tpr_status_is_ok(s);
+    if (b->loaded) return s;
+    tpr_status_free(s);
+    // (The graph is sealed: emitting it only reads it.)
+    TPR_RETURN_IF_ERROR(tpr_graph_emit_stablehlo(b->program->graph, &b->text, &b->len));
+  }
+  double t0 = tpr_now_seconds();
+  tpr_status_t s = tpr_executable_compile(tpr_eager_client(), b->text, b->len, exe);
+  if (tpr_status_is_ok(s) && getenv("TORCH_TPU_LOG_COMPILES"))
+    fprintf(stderr, "torch_tpu: compiled %s (%zu bytes of StableHLO, in the background) "
+                    "in %.1f ms\n", b->name, b->len, 1e3 * (tpr_now_seconds() - t0));
+  return s;
+}
+
 static void* background_compile(void* arg) {
   background_t* b = arg;
   tpr_runtime_mark_background_thread();
-  double t0 = tpr_now_seconds();
   tpr_executable_t* exe = NULL;
-  tpr_status_t status = tpr_executable_compile(tpr_eager_client(), b->text, b->len, &exe);
-  if (tpr_status_is_ok(status) && getenv("TORCH_TPU_LOG_COMPILES"))
-    fprintf(stderr, "torch_tpu: compiled %s (%zu bytes of StableHLO, in the background) "
-                    "in %.1f ms\n", b->name, b->len, 1e3 * (tpr_now_seconds() - t0));
+  tpr_status_t status = background_get(b, &exe);
   pthread_mutex_lock(&b->lock);
   b->exe = exe;
   b->status = status;
@@ -220,13 +250,15 @@ static void* background_compile(void* arg) {
                           exe ? tpr_ok_status()
                               : tpr_status_make(tpr_status_code(status), "%s",
                                                 tpr_status_message(status)));
+    tpr_eager_lock();
+    keep_background_locked(b, exe ? pending : NULL);
     if (exe) {
-      tpr_eager_lock();
-      if (!tpr_exec_cache_find(b->key))
-        tpr_status_free(tpr_eager_keep_executable_locked(b->program->graph, b->key, pending));
-      stats.programs_compiled++;
-      tpr_eager_unlock();
+      if (b->loaded)
+        stats.programs_cached++;
+      else
+        stats.programs_compiled++;
     }
+    tpr_eager_unlock();
   }
   pthread_mutex_lock(&bg_lock);
   bg_running--;
@@ -239,44 +271,94 @@ bool tpr_program_wait_for_compiles(double timeout_seconds) {
   return tpr_wait_for_zero(&bg_lock, &bg_idle, &bg_running, timeout_seconds);
 }
 
-tpr_status_t tpr_program_compile_start(tpr_program_t* p, const char* name) {
-  if (p->exe || p->bg) return tpr_ok_status();
+// Starts |b| (key set; text or disk_path set) on a thread of its own; frees
+// it if no thread starts.
+static tpr_status_t start_background(tpr_program_t* p, background_t* b, const char* name) {
+  snprintf(b->name, sizeof b->name, "%s", name ? name : "a program");
+  b->program = p;
+  pthread_mutex_init(&b->lock, NULL);
+  pthread_mutex_lock(&bg_lock);
+  bg_running++;
+  pthread_mutex_unlock(&bg_lock);
+  if (pthread_create(&b->thread, NULL, background_compile, b) == 0) {
+    p->bg = b;
+    return tpr_ok_status();
+  }
+  pthread_mutex_lock(&bg_lock);
+  bg_running--;
+  pthread_mutex_unlock(&bg_lock);
+  pthread_mutex_destroy(&b->lock);
+  b->joined = true;  // (no thread)
+  b->program = NULL;
+  tpr_free(b->text);
+  tpr_free(b->disk_path);
+  tpr_free(b);
+  return TPR_ERR(RESOURCE_EXHAUSTED, "cannot start a thread");
+}
+
+static tpr_status_t check_startable(tpr_program_t* p) {
   if (!tpr_eager_client())
     return TPR_ERR(FAILED_PRECONDITION, "the tpu runtime is not initialized");
   if (!p->sealed) TPR_RETURN_IF_ERROR(seal(p));
-  TPR_RETURN_IF_ERROR(tpr_graph_status(p->graph));
+  return tpr_graph_status(p->graph);
+}
+
+tpr_status_t tpr_program_compile_start(tpr_program_t* p, const char* name) {
+  if (p->exe || p->bg) return tpr_ok_status();
+  TPR_RETURN_IF_ERROR(check_startable(p));
   // (Tiered: the first run compiles the quick tier, the full one follows.)
   if (tpr_tierup_enabled()) return tpr_ok_status();
+  bool started = false;
+  TPR_RETURN_IF_ERROR(tpr_program_load_start(p, name, &started));
+  if (started) return tpr_ok_status();
   background_t* b = tpr_calloc(1, sizeof *b);
   if (!b) return TPR_ERR(RESOURCE_EXHAUSTED, "out of host memory");
   tpr_graph_hash(p->graph, b->key);
-  // A disk hit is quick: it goes to the memory cache for compile() to find.
-  tpr_executable_t* found = NULL;
-  tpr_eager_lock();
-  tpr_status_t s = tpr_eager_find_executable_locked(p->graph, b->key, &found);
-  tpr_eager_unlock();
-  bool start = tpr_status_is_ok(s) && !found;
-  tpr_status_free(s);  // a failure recurs at compile(), which reports it
-  s = start ? tpr_graph_emit_stablehlo(p->graph, &b->text, &b->len) : tpr_ok_status();
-  if (start && tpr_status_is_ok(s)) {
-    snprintf(b->name, sizeof b->name, "%s", name ? name : "a program");
-    b->program = p;
-    pthread_mutex_init(&b->lock, NULL);
-    pthread_mutex_lock(&bg_lock);
-    bg_running++;
-    pthread_mutex_unlock(&bg_lock);
-    if (pthread_create(&b->thread, NULL, background_compile, b) == 0) {
-      p->bg = b;
-      return tpr_ok_status();
-    }
-    pthread_mutex_lock(&bg_lock);
-    bg_running--;
-    pthread_mutex_unlock(&bg_lock);
-    pthread_mutex_destroy(&b->lock);
+  tpr_status_t s = tpr_graph_emit_stablehlo(p->graph, &b->text, &b->len);
+  if (!tpr_status_is_ok(s)) {
+    tpr_free(b);
+    return s;  // errors of the emission surface again at compile()
   }
-  tpr_free(b->text);
-  tpr_free(b);
-  return s;  // errors of the emission surface again at compile()
+  s = start_background(p, b, name);
+  tpr_status_free(s);  // no thread: compile() compiles here
+  return tpr_ok_status();
+}
+
+tpr_status_t tpr_program_load_start(tpr_program_t* p, const char* name, bool* out_started) {
+  *out_started = false;
+  if (p->exe || p->bg) {
+    *out_started = true;
+    return tpr_ok_status();
+  }
+  TPR_RETURN_IF_ERROR(check_startable(p));
+  uint64_t key[2];
+  tpr_graph_hash(p->graph, key);
+  char path[4200];
+  tpr_eager_lock();
+  tpr_executable_t* exe = tpr_exec_cache_find(key);
+  if (exe) {
+    p->exe = tpr_executable_retain(exe);
+    stats.programs_cached++;
+  }
+  bool on_disk = !exe && tpr_disk_cache_entry(key, path, sizeof path);
+  tpr_eager_unlock();
+  if (exe || !on_disk) {
+    *out_started = exe != NULL;
+    return tpr_ok_status();
+  }
+  background_t* b = tpr_calloc(1, sizeof *b);
+  if (!b) return TPR_ERR(RESOURCE_EXHAUSTED, "out of host memory");
+  memcpy(b->key, key, sizeof key);
+  b->disk_path = tpr_malloc(strlen(path) + 1);
+  if (!b->disk_path) {
+    tpr_free(b);
+    return TPR_ERR(RESOURCE_EXHAUSTED, "out of host memory");
+  }
+  strcpy(b->disk_path, path);
+  tpr_status_t s = start_background(p, b, name);
+  *out_started = tpr_status_is_ok(s);
+  tpr_status_free(s);  // no thread: compile() loads it here
+  return tpr_ok_status();
 }
 
 // Waits for |p|'s background compile and, if it succeeded, makes its
@@ -290,20 +372,23 @@ static void finish_background(tpr_program_t* p, bool* out_compiled) {
     // The thread gave its code to the launches' executable, kept and
     // counted it.
     p->exe = tpr_executable_retain(b->pending);
-    if (out_compiled) *out_compiled = true;
-  } else if (b->exe) {
+    if (out_compiled) *out_compiled = !b->loaded;
+  } else if (!b->pending) {
     tpr_eager_lock();
     tpr_executable_t* exe = tpr_exec_cache_find(b->key);  // compiled meanwhile?
-    if (!exe) {
-      tpr_status_t s = tpr_eager_keep_executable_locked(p->graph, b->key, b->exe);
-      if (tpr_status_is_ok(s)) exe = b->exe;
-      tpr_status_free(s);
-      if (out_compiled) *out_compiled = true;
-      stats.programs_compiled++;
-    } else {
+    bool kept = b->exe && !exe;
+    keep_background_locked(b, b->exe);
+    if (kept) {
+      exe = b->exe;
+      if (out_compiled) *out_compiled = !b->loaded;
+      if (b->loaded)
+        stats.programs_cached++;
+      else
+        stats.programs_compiled++;
+    } else if (b->exe) {
       stats.programs_cached++;
     }
-    p->exe = tpr_executable_retain(exe ? exe : b->exe);
+    if (exe || b->exe) p->exe = tpr_executable_retain(exe ? exe : b->exe);
     tpr_eager_unlock();
   }
   // A failed compile is made again by the caller, which reports its error.

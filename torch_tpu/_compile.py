@@ -690,7 +690,7 @@ class _Builder:
         code._prog = self.prog.prog
         _add_seconds("lower_seconds", time.perf_counter() - t0)  # FX graph to program, no XLA
         if not lazy:
-            code._ensure()
+            code.load_start()
         elif background:
             self.prog.prog.compile_start(self.name)
         return code

@@ -199,6 +199,21 @@ class TpuOutputCode(OutputCode):
             self._prog = None
         return self._run
 
+    def load_start(self):
+        """Gets the executable now where it needs no compile: from memory, or
+        from the disk cache on a thread of its own, runs queueing on the code
+        to come (start). Otherwise compiles it here (_ensure), so that a
+        compile's errors still belong to the caller."""
+        if self._run is None:
+            from . import _compile
+
+            if self._prog is None:  # loaded from the cache
+                self._prog = self.tape.replay()
+                _compile._count("cache_loads")
+            if self._prog.load_start(self.name):
+                return self.start()
+        return self._ensure()
+
     def start(self):
         """Runs from now on without waiting for a compile in flight (build's
         |background|): a run before it ends is queued on the code to come,

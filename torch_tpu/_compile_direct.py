@@ -567,11 +567,12 @@ def _load(folder):
             if kind == "inference":
                 code, mutated = _revived(rest[0]), rest[1]
                 aliases = rest[2] if len(rest) > 2 else {}
-                code._ensure()
+                code.load_start()
                 return kind, code, mutated, aliases
             fields, fw, bw = rest
             plan = _compile_joint.Plan(_revived(fw), _revived(bw), **fields)
-            plan.forward._ensure()  # (the backward's at the first backward)
+            plan.forward.load_start()
+            plan.backward.load_start()
         except Exception:  # made with another function of a custom op: a miss
             continue
         return kind, plan

@@ -263,6 +263,17 @@ class Program {
     check(tpr_program_compile_start(p_, name.c_str()));
   }
 
+  // Gets a cached executable without waiting (see tpr_program_load_start):
+  // true if it is in memory or loading on a thread of its own, false if
+  // only a compile can make it.
+  bool load_start(const std::string& name) {
+    seal_outputs();
+    bool started = false;
+    py::gil_scoped_release nogil;
+    check(tpr_program_load_start(p_, name.c_str(), &started));
+    return started;
+  }
+
   bool compile(const std::string& name) {
     seal_outputs();
     bool compiled = false;
@@ -420,6 +431,7 @@ void init_program_bindings(py::module& m) {
       .def("set_dimension_static", &Program::set_dimension_static)
       .def("add_output", &Program::add_output)
       .def("compile_start", &Program::compile_start)
+      .def("load_start", &Program::load_start)
       .def("compile", &Program::compile)
       .def("run", &Program::run);
 }

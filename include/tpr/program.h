@@ -59,8 +59,16 @@ const tpr_type_t* tpr_program_output_type(const tpr_program_t* program,
 // graph is sealed. tpr_program_compile then waits for it. Errors surface at
 // tpr_program_compile.
 tpr_status_t tpr_program_compile_start(tpr_program_t* program, const char* name);
-// Waits until no such compile runs (|timeout_seconds| <= 0: however long it
-// takes); false if the time passed first.
+// Where a cache holds the program's executable, gets it without waiting:
+// from memory at once, from the disk cache on a thread of its own (runs
+// launched meanwhile wait for the code; an entry that fails its checks is
+// compiled there instead). Sets *out_started when either happened (or a
+// compile or load is already under way); otherwise nothing started and
+// tpr_program_compile compiles. The program's graph is sealed.
+tpr_status_t tpr_program_load_start(tpr_program_t* program, const char* name,
+                                    bool* out_started) TPR_MUST_USE_RESULT;
+// Waits until no such compile or load runs (|timeout_seconds| <= 0: however
+// long it takes); false if the time passed first.
 bool tpr_program_wait_for_compiles(double timeout_seconds);
 
 // Checks the graph and gets its executable (memory cache, disk cache, or a

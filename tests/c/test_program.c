@@ -1,5 +1,10 @@
 // Whole-graph programs: build, compile through the caches, run on
 // storages, write mutated inputs back by donation.
+#define _XOPEN_SOURCE 700  // POSIX.1-2008: mkdtemp
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "harness.h"
 #include "tpr/program.h"
 
@@ -213,6 +218,101 @@ TPR_TEST(program_runs_before_its_background_compile_ends) {
   tpr_runtime_get_stats(&rs);
   CHECK(rs.background_compiles >= 1 && rs.background_compile_seconds > 0);
   tpr_program_free(r);
+}
+
+// The entry files of the disk cache rooted at |root|, one level below it.
+static int overwrite_entries(const char* root, const char* with) {
+  char cmd[512];
+  snprintf(cmd, sizeof cmd,
+           "for f in %s/*/*.xla; do printf '%%s' '%s' > \"$f\"; done", root, with);
+  return system(cmd);
+}
+
+// Runs |p| (y = a * k) on {1, 2, -3, 4} at once, before any wait for its
+// code, and checks the values.
+static void check_scale_run(tpr_program_t* p, float k, int* tpr_failed_) {
+  float av[4] = {1, 2, -3, 4}, got[4];
+  tpr_storage_t *a = NULL, *y = NULL;
+  CHECK_OK(vec4(av, &a));
+  CHECK_OK(vec4(NULL, &y));
+  tpr_storage_t* ins[1] = {a};
+  tpr_storage_t* outs[1] = {y};
+  CHECK_OK(tpr_program_run(p, 0, ins, outs));
+  CHECK_OK(read_vec4(y, got));
+  for (int i = 0; i < 4; i++) CHECK(got[i] == av[i] * k);
+  CHECK_OK(tpr_eager_synchronize(0));
+  tpr_storage_release(a);
+  tpr_storage_release(y);
+}
+
+// A program whose executable is on disk loads it on a thread of its own:
+// runs go ahead before it is there; a damaged entry is compiled there
+// instead (and written again); without an entry nothing starts.
+TPR_TEST(program_loads_from_the_disk_cache_in_the_background) {
+  CHECK_OK(init_eager());
+  char root[] = "/tmp/tpr_test_load_XXXXXX";
+  CHECK(mkdtemp(root) != NULL);
+  tpr_disk_cache_configure(root, 1 << 30);
+  tpr_disk_cache_reset_stats();
+  tpr_program_reset_stats();
+  tpr_program_t* p = NULL;
+  bool started = true, compiled = false;
+  CHECK_OK(build_scale(5.5, &p));
+  CHECK_OK(tpr_program_load_start(p, "scale_disk", &started));
+  CHECK(!started);  // in no cache: only a compile makes it
+  CHECK_OK(tpr_program_compile(p, "scale_disk", &compiled));
+  CHECK(compiled);
+  tpr_program_free(p);
+  CHECK_OK(tpr_eager_trim());  // memory cache emptied: the disk holds it
+  tpr_test_keep_allocations();
+
+  CHECK_OK(build_scale(5.5, &p));
+  CHECK_OK(tpr_program_load_start(p, "scale_disk", &started));
+  CHECK(started);
+  check_scale_run(p, 5.5f, tpr_failed_);
+  if (*tpr_failed_) return;
+  CHECK_OK(tpr_program_compile(p, "scale_disk", &compiled));
+  CHECK(!compiled);
+  tpr_disk_cache_stats_t ds;
+  tpr_disk_cache_get_stats(&ds);
+  CHECK(ds.hits == 1 && ds.corrupt == 0 && ds.writes == 1);
+  tpr_program_free(p);
+  CHECK_OK(tpr_eager_trim());
+
+  CHECK(overwrite_entries(root, "not an executable") == 0);
+  CHECK_OK(build_scale(5.5, &p));
+  CHECK_OK(tpr_program_load_start(p, "scale_disk", &started));
+  CHECK(started);  // the entry is there; its checks run on the thread
+  check_scale_run(p, 5.5f, tpr_failed_);
+  if (*tpr_failed_) return;
+  CHECK_OK(tpr_program_compile(p, "scale_disk", &compiled));
+  CHECK(compiled);
+  tpr_disk_cache_get_stats(&ds);
+  CHECK(ds.corrupt == 1 && ds.writes == 2);  // deleted, compiled, written again
+  tpr_program_free(p);
+  CHECK_OK(tpr_eager_trim());
+
+  CHECK_OK(build_scale(5.5, &p));  // the rewritten entry loads
+  CHECK_OK(tpr_program_load_start(p, "scale_disk", &started));
+  CHECK(started);
+  CHECK_OK(tpr_program_compile(p, "scale_disk", &compiled));
+  CHECK(!compiled);
+  check_scale_run(p, 5.5f, tpr_failed_);
+  if (*tpr_failed_) return;
+  tpr_program_free(p);
+  tpr_program_stats_t st;
+  tpr_program_get_stats(&st);
+  CHECK(st.programs_compiled == 2 && st.programs_cached == 2);
+
+  tpr_disk_cache_configure("", 0);  // off: nothing on disk to start from
+  CHECK_OK(tpr_eager_trim());
+  CHECK_OK(build_scale(5.5, &p));
+  CHECK_OK(tpr_program_load_start(p, "scale_disk", &started));
+  CHECK(!started);
+  tpr_program_free(p);
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", root);
+  CHECK(system(cmd) == 0);
 }
 
 TPR_TEST(program_rejects_bad_outputs) {
