@@ -84,21 +84,70 @@ bool tpr_eager_launch_blocking(void) { return atomic_load(&launch_blocking); }
 // ones make run-ahead cost memory a CUDA stream would not (training a 49M
 // GPT in strict mode peaked at 3.5 GiB unbounded, 1.15 GiB at this bound,
 // at the same speed). Small ops, where run-ahead pays, rarely reach it.
+// A compiled program's results count only once replaced (see
+// counted_bytes_locked): a compiled backward's launch waited 0.1 s for its
+// forward, whose results it reads, and gained no memory by it.
 #define PENDING_MAX_BYTES ((size_t)64 << 20)
-static tpr_buffer_t* pending[PENDING_MAX];
-static size_t pending_size[PENDING_MAX];  // bytes each launch allocated
+
+typedef struct pending_entry {
+  tpr_buffer_t* buffer;   // the launch's first result, awaited (retained)
+  tpr_buffer_t** fresh;   // a program's new results (retained); NULL: |buffer| alone
+  int num_fresh;
+  size_t bytes;           // what the launch allocated
+} pending_entry_t;
+
+static pending_entry_t pending[PENDING_MAX];
 static int pending_count;
 static size_t pending_bytes;  // their sum: results the host runs ahead with
 static pthread_mutex_t pending_lock = PTHREAD_MUTEX_INITIALIZER;
+static int64_t pending_waits;  // times the bound made the host wait
+
+// The bytes in flight the bound counts; pending_lock held. An eager op's
+// result counts whatever holds it (strict mode runs far ahead in small
+// steps, and its in-place updates replace results faster than the launch
+// thread issues them). A program's new results count once nothing but this
+// queue holds them (replaced or freed since the launch): launches still
+// queued on the launch thread hold their inputs and outputs without memory
+// of their own, and results still in use (a forward's activations, which its
+// backward reads) take their memory however long the host waits.
+static size_t counted_bytes_locked(void) {
+  size_t sum = 0;
+  for (int i = 0; i < pending_count; i++) {
+    const pending_entry_t* e = &pending[i];
+    if (!e->fresh) {
+      sum += e->bytes;
+      continue;
+    }
+    for (int k = 0; k < e->num_fresh; k++) {
+      const tpr_buffer_t* b = e->fresh[k];
+      // (The first result is held twice here: as |buffer| and in |fresh|.)
+      int ours = b == e->buffer ? 2 : 1;
+      if (tpr_buffer_holders(b) == ours && !tpr_buffer_is_donated(b))
+        sum += tpr_buffer_byte_size(b);
+    }
+  }
+  return sum;
+}
+
+static bool over_bound_locked(void) {
+  return pending_bytes > PENDING_MAX_BYTES && counted_bytes_locked() > PENDING_MAX_BYTES;
+}
+
+static void entry_release(pending_entry_t* e) {
+  for (int k = 0; k < e->num_fresh; k++) tpr_buffer_release(e->fresh[k]);
+  tpr_free(e->fresh);
+  e->fresh = NULL;
+  e->num_fresh = 0;
+}
 
 static tpr_status_t await_oldest(int n, tpr_buffer_t** taken) {
   // Called with pending_lock held: moves the n oldest out.
   for (int i = 0; i < n; i++) {
-    taken[i] = pending[i];
-    pending_bytes -= pending_size[i];
+    taken[i] = pending[i].buffer;
+    pending_bytes -= pending[i].bytes;
+    entry_release(&pending[i]);
   }
   memmove(pending, pending + n, (size_t)(pending_count - n) * sizeof pending[0]);
-  memmove(pending_size, pending_size + n, (size_t)(pending_count - n) * sizeof pending_size[0]);
   pending_count -= n;
   return tpr_ok_status();
 }
@@ -115,20 +164,20 @@ static tpr_status_t await_all(tpr_buffer_t** bufs, int n) {
   return first;
 }
 
-void tpr_pending_push(tpr_buffer_t* buffer) {
-  tpr_pending_push_sized(buffer, tpr_buffer_byte_size(buffer));
-}
-
-void tpr_pending_push_sized(tpr_buffer_t* buffer, size_t bytes) {
+// Queues one launch: |fresh| (retained, owned by the entry) NULL for an
+// entry of |buffer| alone.
+static void push_entry(tpr_buffer_t* buffer, tpr_buffer_t** fresh, int num_fresh,
+                       size_t bytes) {
   tpr_buffer_t* taken[PENDING_MAX / 2];
   int n = 0;
   pthread_mutex_lock(&pending_lock);
-  if (pending_count == PENDING_MAX || (pending_bytes > PENDING_MAX_BYTES && pending_count > 1)) {
+  if (pending_count == PENDING_MAX || (pending_count > 1 && over_bound_locked())) {
     n = pending_count / 2;
     (void)await_oldest(n, taken);
+    pending_waits++;
   }
-  pending_size[pending_count] = bytes;
-  pending[pending_count++] = tpr_buffer_retain(buffer);
+  pending[pending_count++] = (pending_entry_t){tpr_buffer_retain(buffer), fresh, num_fresh,
+                                               bytes};
   pending_bytes += bytes;
   pthread_mutex_unlock(&pending_lock);
   // Bounding the run-ahead needs only the newest of the oldest half: an
@@ -142,22 +191,40 @@ void tpr_pending_push_sized(tpr_buffer_t* buffer, size_t bytes) {
   }
 }
 
+void tpr_pending_push(tpr_buffer_t* buffer) {
+  push_entry(buffer, NULL, 0, tpr_buffer_byte_size(buffer));
+}
+
+void tpr_pending_push_results(tpr_buffer_t* first, tpr_buffer_t** fresh, int num_fresh,
+                              size_t bytes) {
+  // (No list, out of memory: the entry counts as |first| alone.)
+  push_entry(first, fresh, fresh ? num_fresh : 0, bytes);
+}
+
 // A whole-graph program's results are all allocated at its launch, so
 // bounding after the launch (as push does) comes too late for its large
 // ones: a compiled training step's next forward would allocate its
 // activations while the last backward and optimizer programs still hold
-// theirs. When the results in flight and the coming ones would pass the
-// bound, those in flight are awaited first.
-void tpr_pending_reserve(size_t bytes) {
+// the ones they replaced. When those pass the bound, the launches in
+// flight are awaited first.
+void tpr_pending_reserve(void) {
   tpr_buffer_t* taken[PENDING_MAX];
   int n = 0;
   pthread_mutex_lock(&pending_lock);
-  if (pending_count > 0 && pending_bytes + bytes > PENDING_MAX_BYTES) {
+  if (pending_count > 0 && over_bound_locked()) {
     n = pending_count;
     (void)await_oldest(n, taken);
+    pending_waits++;
   }
   pthread_mutex_unlock(&pending_lock);
   if (n) tpr_status_free(await_all(taken, n));  // errors surface at reads
+}
+
+int64_t tpr_pending_wait_count(void) {
+  pthread_mutex_lock(&pending_lock);
+  int64_t n = pending_waits;
+  pthread_mutex_unlock(&pending_lock);
+  return n;
 }
 
 tpr_status_t tpr_pending_drain(void) {

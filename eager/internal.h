@@ -107,13 +107,20 @@ void tpr_replay_record(const tpr_eager_call_t* call, uint64_t hash,
                        int num_params, tpr_storage_t* const* result_storages,
                        int num_results);
 void tpr_replay_clear(void);
-// Bounded queue of in-flight results; synchronize drains it.
+// Bounded queue of in-flight results; synchronize drains it. The bound in
+// bytes counts eager results, and the results of programs that nothing else
+// holds any more.
 void tpr_pending_push(tpr_buffer_t* buffer);  // retains
-// The same for a launch whose results take |bytes| in all.
-void tpr_pending_push_sized(tpr_buffer_t* buffer, size_t bytes);
-// Before a launch that allocates |bytes| of results: awaits those in flight
-// if together they would pass the run-ahead bound.
-void tpr_pending_reserve(size_t bytes);
+// The same for a program's launch: |first| is awaited (retains); |fresh|,
+// taken over with a reference to each, lists the results it allocated,
+// |bytes| in all.
+void tpr_pending_push_results(tpr_buffer_t* first, tpr_buffer_t** fresh, int num_fresh,
+                              size_t bytes);
+// Before a launch that allocates its results at once: awaits those in
+// flight if the ones replaced since pass the run-ahead bound.
+void tpr_pending_reserve(void);
+// How many times the bound made the host wait for launches in flight.
+int64_t tpr_pending_wait_count(void);
 tpr_status_t tpr_pending_drain(void);
 
 #endif  // TPR_EAGER_INTERNAL_H_

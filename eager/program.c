@@ -554,7 +554,7 @@ static tpr_status_t run_locked(tpr_program_t* p, tpr_executable_t* exe, int devi
   // wait for the compile, which is what queueing it spares.
   if (!tpr_executable_has_code(exe)) fresh_bytes = 0;
   if (tpr_status_is_ok(s)) {
-    tpr_pending_reserve(fresh_bytes);
+    tpr_pending_reserve();
     s = tpr_executable_execute(exe, device, args, (size_t)p->num_inputs, donate,
                                results, tpr_eager_launch_blocking());
   }
@@ -562,7 +562,17 @@ static tpr_status_t run_locked(tpr_program_t* p, tpr_executable_t* exe, int devi
     if (tpr_type_numel(&p->input_types[i]) == 0) tpr_buffer_release(args[i]);
   TPR_RETURN_IF_ERROR(s);
   stats.runs++;
-  if (p->num_outputs || p->num_checks) tpr_pending_push_sized(results[0], fresh_bytes);
+  if (p->num_outputs || p->num_checks) {
+    // The new results, which the bound on results in flight watches.
+    tpr_buffer_t** fresh_results = tpr_malloc((size_t)(p->num_outputs + 1) * sizeof(tpr_buffer_t*));
+    int num_fresh = 0;
+    for (int k = 0; fresh_results && k < p->num_outputs; k++) {
+      int m = p->outputs[k].mutates;
+      if (m < 0 || !donate[m] || tpr_graph_result_alias(p->graph, k) != m)
+        fresh_results[num_fresh++] = tpr_buffer_retain(results[k]);
+    }
+    tpr_pending_push_results(results[0], fresh_results, num_fresh, fresh_bytes);
+  }
   int fresh = 0;
   for (int k = 0; k < p->num_outputs; k++) {
     int m = p->outputs[k].mutates;

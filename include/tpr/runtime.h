@@ -187,6 +187,9 @@ int tpr_buffer_device(const tpr_buffer_t* buffer);         // ordinal
 tpr_client_t* tpr_buffer_client(const tpr_buffer_t* buffer);
 // True once the buffer was donated to an execution (its contents are gone).
 bool tpr_buffer_is_donated(const tpr_buffer_t* buffer);
+// References held (tpr_buffer_retain), less those of launches still queued
+// on the launch thread: a moment's value when other threads hold some.
+int tpr_buffer_holders(const tpr_buffer_t* buffer);
 
 //===--- executables ------------------------------------------------------===//
 

@@ -20,6 +20,7 @@ tpr_status_t tpr_buffer_wrap(tpr_client_t* client, int ordinal,
     return TPR_ERR(RESOURCE_EXHAUSTED, "out of memory");
   }
   atomic_init(&b->refs, 1);  // (PJRT buffer NULL: a pending one)
+  atomic_init(&b->queued, 0);
   atomic_init(&b->dead, false);
   b->dtype = (int8_t)sig->dtype;
   b->rank = (int8_t)sig->rank;
@@ -221,6 +222,12 @@ static tpr_status_t check_alive(const tpr_buffer_t* b) {
 
 bool tpr_buffer_is_donated(const tpr_buffer_t* buffer) {
   return buffer && atomic_load_explicit(&buffer->dead, memory_order_acquire);
+}
+
+int tpr_buffer_holders(const tpr_buffer_t* buffer) {
+  if (!buffer) return 0;
+  int queued = atomic_load_explicit(&buffer->queued, memory_order_acquire);
+  return atomic_load_explicit(&buffer->refs, memory_order_acquire) - queued;
 }
 
 tpr_status_t tpr_buffer_await(tpr_buffer_t* buffer) {

@@ -54,6 +54,9 @@ struct tpr_client {
 
 struct tpr_buffer {
   atomic_int refs;
+  // Of |refs|, those held by launches queued on the launch thread (as an
+  // input or an output), given back as each is issued.
+  atomic_int queued;
   // Donated to an execution (in issue order: set when the execution is
   // issued); the PJRT buffer is gone, or will be once it runs.
   atomic_bool dead;

@@ -118,8 +118,10 @@ static void run_one(launch_t* l) {
 }
 
 static void release_one(launch_t* l) {
-  for (size_t i = 0; i < l->num_args + l->num_outputs; i++)
+  for (size_t i = 0; i < l->num_args + l->num_outputs; i++) {
+    if (l->args[i]) atomic_fetch_sub_explicit(&l->args[i]->queued, 1, memory_order_release);
     tpr_buffer_release(l->args[i]);
+  }
   tpr_executable_release(l->exe);
   tpr_free(l->heap);
 }
@@ -386,6 +388,8 @@ tpr_status_t tpr_launcher_enqueue(tpr_launcher_t* q, tpr_executable_t* e,
   for (size_t i = 0; i < num_args; i++) l.args[i] = tpr_buffer_retain(args[i]);
   for (size_t i = 0; i < nout; i++)
     l.args[num_args + i] = tpr_buffer_retain(outputs[i]);
+  for (size_t i = 0; i < num_args + nout; i++)  // (counted before the thread can see them)
+    if (l.args[i]) atomic_fetch_add_explicit(&l.args[i]->queued, 1, memory_order_relaxed);
   tpr_executable_retain(e);
   q->queue[q->tail % QUEUE_CAPACITY] = l;
   q->tail++;

@@ -4,7 +4,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "eager/internal.h"
 #include "harness.h"
 #include "tpr/program.h"
 
@@ -313,6 +315,72 @@ TPR_TEST(program_loads_from_the_disk_cache_in_the_background) {
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf %s", root);
   CHECK(system(cmd) == 0);
+}
+
+// y = x * 3 on |n| f32 values, x and y dense vectors.
+static tpr_status_t build_big_scale(int64_t n, tpr_program_t** out) {
+  tpr_type_t t = tpr_type_make(TPR_DTYPE_F32, 1, (int64_t[]){n});
+  tpr_value_t in;
+  TPR_RETURN_IF_ERROR(tpr_program_create(&t, 1, out, &in));
+  tpr_graph_t* g = tpr_program_graph(*out);
+  tpr_value_t k = tpr_broadcast_to(g, tpr_constant_f64(g, TPR_DTYPE_F32, 3.0), 1, t.dims);
+  return tpr_program_add_output(*out, tpr_binary(g, TPR_BINARY_MUL, in, k), -1);
+}
+
+// The bound on results in flight (64 MiB) counts only results nothing else
+// holds: launches whose results are all kept run ahead without waiting;
+// launches whose results replace each other wait once those pass it. The
+// decision is the bytes', so it is counted; the pause after each launch
+// lets the launch thread issue it (a result of a launch still queued there
+// has no memory yet, and counts as held).
+TPR_TEST(program_run_ahead_waits_only_for_replaced_results) {
+  CHECK_OK(init_eager());
+  const int64_t n = 4 << 20;  // 16 MiB a result
+  const int runs = 8;         // 128 MiB in flight without a wait
+  float* host = malloc((size_t)n * sizeof(float));
+  CHECK(host != NULL);
+  // Pass 0 runs it all once, unchecked: what it leaves (the executable
+  // cache, the launch thread's lists of buffers to free) lives for the
+  // process. Pass 1 checks.
+  for (int pass = 0; pass < 2; pass++) {
+    int count = pass ? runs : 1;
+    tpr_program_t* p = NULL;
+    CHECK_OK(build_big_scale(n, &p));
+    CHECK_OK(tpr_program_compile(p, "big_scale", NULL));
+    tpr_storage_t* x = NULL;
+    tpr_storage_t* ys[8] = {NULL};
+    for (int64_t i = 0; i < n; i++) host[i] = 1.0f;
+    CHECK_OK(tpr_storage_create(0, (size_t)n * 4, &x));
+    tpr_tensor_ref_t xr = {x, TPR_DTYPE_F32, 1, {n}, {1}, 0};
+    CHECK_OK(tpr_tensor_write_host(&xr, host, (size_t)n * sizeof(float)));
+    for (int i = 0; i < count; i++) CHECK_OK(tpr_storage_create(0, (size_t)n * 4, &ys[i]));
+    tpr_storage_t* ins[1] = {x};
+    CHECK_OK(tpr_eager_synchronize(0));
+    int64_t before = tpr_pending_wait_count();
+    for (int i = 0; i < count; i++) {  // every result kept
+      tpr_storage_t* outs[1] = {ys[i]};
+      CHECK_OK(tpr_program_run(p, 0, ins, outs));
+    }
+    CHECK(tpr_pending_wait_count() == before);
+    CHECK_OK(tpr_eager_synchronize(0));
+    before = tpr_pending_wait_count();
+    for (int i = 0; i < count; i++) {  // each result replaces the one before
+      tpr_storage_t* outs[1] = {ys[0]};
+      CHECK_OK(tpr_program_run(p, 0, ins, outs));
+      nanosleep(&(struct timespec){0, 50 * 1000 * 1000}, NULL);
+    }
+    CHECK(!pass || tpr_pending_wait_count() > before);
+    tpr_tensor_ref_t yr = {ys[0], TPR_DTYPE_F32, 1, {n}, {1}, 0};
+    CHECK_OK(tpr_tensor_read_host(&yr, host, (size_t)n * sizeof(float)));
+    CHECK(host[0] == 3.0f && host[n - 1] == 3.0f);
+    CHECK_OK(tpr_eager_synchronize(0));
+    tpr_storage_release(x);
+    for (int i = 0; i < count; i++) tpr_storage_release(ys[i]);
+    tpr_program_free(p);
+    CHECK_OK(tpr_eager_synchronize(0));
+    if (!pass) tpr_test_keep_allocations();
+  }
+  free(host);
 }
 
 TPR_TEST(program_rejects_bad_outputs) {
