@@ -303,36 +303,11 @@ static tpr_status_t check_startable(tpr_program_t* p) {
   return tpr_graph_status(p->graph);
 }
 
-tpr_status_t tpr_program_compile_start(tpr_program_t* p, const char* name) {
-  if (p->exe || p->bg) return tpr_ok_status();
-  TPR_RETURN_IF_ERROR(check_startable(p));
-  // (Tiered: the first run compiles the quick tier, the full one follows.)
-  if (tpr_tierup_enabled()) return tpr_ok_status();
-  bool started = false;
-  TPR_RETURN_IF_ERROR(tpr_program_load_start(p, name, &started));
-  if (started) return tpr_ok_status();
-  background_t* b = tpr_calloc(1, sizeof *b);
-  if (!b) return TPR_ERR(RESOURCE_EXHAUSTED, "out of host memory");
-  tpr_graph_hash(p->graph, b->key);
-  tpr_status_t s = tpr_graph_emit_stablehlo(p->graph, &b->text, &b->len);
-  if (!tpr_status_is_ok(s)) {
-    tpr_free(b);
-    return s;  // errors of the emission surface again at compile()
-  }
-  s = start_background(p, b, name);
-  tpr_status_free(s);  // no thread: compile() compiles here
-  return tpr_ok_status();
-}
-
-tpr_status_t tpr_program_load_start(tpr_program_t* p, const char* name, bool* out_started) {
+// tpr_program_load_start for a program already checked, whose graph hashes
+// to |key|.
+static tpr_status_t load_start_keyed(tpr_program_t* p, const uint64_t key[2], const char* name,
+                                     bool* out_started) {
   *out_started = false;
-  if (p->exe || p->bg) {
-    *out_started = true;
-    return tpr_ok_status();
-  }
-  TPR_RETURN_IF_ERROR(check_startable(p));
-  uint64_t key[2];
-  tpr_graph_hash(p->graph, key);
   char path[4200];
   tpr_eager_lock();
   tpr_executable_t* exe = tpr_exec_cache_find(key);
@@ -348,7 +323,7 @@ tpr_status_t tpr_program_load_start(tpr_program_t* p, const char* name, bool* ou
   }
   background_t* b = tpr_calloc(1, sizeof *b);
   if (!b) return TPR_ERR(RESOURCE_EXHAUSTED, "out of host memory");
-  memcpy(b->key, key, sizeof key);
+  memcpy(b->key, key, sizeof b->key);
   b->disk_path = tpr_malloc(strlen(path) + 1);
   if (!b->disk_path) {
     tpr_free(b);
@@ -359,6 +334,38 @@ tpr_status_t tpr_program_load_start(tpr_program_t* p, const char* name, bool* ou
   *out_started = tpr_status_is_ok(s);
   tpr_status_free(s);  // no thread: compile() loads it here
   return tpr_ok_status();
+}
+
+tpr_status_t tpr_program_compile_start(tpr_program_t* p, const char* name) {
+  if (p->exe || p->bg) return tpr_ok_status();
+  TPR_RETURN_IF_ERROR(check_startable(p));
+  // (Tiered: the first run compiles the quick tier, the full one follows.)
+  if (tpr_tierup_enabled()) return tpr_ok_status();
+  uint64_t key[2];
+  tpr_graph_hash(p->graph, key);
+  bool started = false;
+  TPR_RETURN_IF_ERROR(load_start_keyed(p, key, name, &started));
+  if (started) return tpr_ok_status();
+  background_t* b = tpr_calloc(1, sizeof *b);
+  if (!b) return TPR_ERR(RESOURCE_EXHAUSTED, "out of host memory");
+  memcpy(b->key, key, sizeof b->key);
+  tpr_status_t s = tpr_graph_emit_stablehlo(p->graph, &b->text, &b->len);
+  if (!tpr_status_is_ok(s)) {
+    tpr_free(b);
+    return s;  // errors of the emission surface again at compile()
+  }
+  s = start_background(p, b, name);
+  tpr_status_free(s);  // no thread: compile() compiles here
+  return tpr_ok_status();
+}
+
+tpr_status_t tpr_program_load_start(tpr_program_t* p, const char* name, bool* out_started) {
+  *out_started = p->exe || p->bg;
+  if (*out_started) return tpr_ok_status();
+  TPR_RETURN_IF_ERROR(check_startable(p));
+  uint64_t key[2];
+  tpr_graph_hash(p->graph, key);
+  return load_start_keyed(p, key, name, out_started);
 }
 
 // Waits for |p|'s background compile and, if it succeeded, makes its
@@ -500,6 +507,13 @@ bool tpr_program_input_ok(const tpr_program_t* p, int index,
   return ok;
 }
 
+// Whether output |k| of a launch with these donations is a new buffer (not
+// the donated buffer of the input it updates).
+static bool takes_new_buffer(const tpr_program_t* p, const bool* donate, int k) {
+  int m = p->outputs[k].mutates;
+  return m < 0 || !donate[m] || tpr_graph_result_alias(p->graph, k) != m;
+}
+
 static tpr_status_t run_locked(tpr_program_t* p, tpr_executable_t* exe, int device,
                                tpr_storage_t* const* inputs,
                                tpr_storage_t* const* outputs,
@@ -543,12 +557,10 @@ static tpr_status_t run_locked(tpr_program_t* p, tpr_executable_t* exe, int devi
   }
   // What the launch allocates: the results that take no donated buffer.
   size_t fresh_bytes = 0;
-  for (int k = 0; k < p->num_outputs && tpr_status_is_ok(s); k++) {
-    int m = p->outputs[k].mutates;
-    if (m < 0 || !donate[m] || tpr_graph_result_alias(p->graph, k) != m)
+  for (int k = 0; k < p->num_outputs && tpr_status_is_ok(s); k++)
+    if (takes_new_buffer(p, donate, k))
       fresh_bytes += (size_t)tpr_type_numel(&p->outputs[k].type) *
                      tpr_dtype_size(p->outputs[k].type.dtype);
-  }
   // A launch that waits for its code allocates nothing until the code is
   // there: bounding the run-ahead by its bytes would only make this caller
   // wait for the compile, which is what queueing it spares.
@@ -566,11 +578,9 @@ static tpr_status_t run_locked(tpr_program_t* p, tpr_executable_t* exe, int devi
     // The new results, which the bound on results in flight watches.
     tpr_buffer_t** fresh_results = tpr_malloc((size_t)(p->num_outputs + 1) * sizeof(tpr_buffer_t*));
     int num_fresh = 0;
-    for (int k = 0; fresh_results && k < p->num_outputs; k++) {
-      int m = p->outputs[k].mutates;
-      if (m < 0 || !donate[m] || tpr_graph_result_alias(p->graph, k) != m)
+    for (int k = 0; fresh_results && k < p->num_outputs; k++)
+      if (takes_new_buffer(p, donate, k))
         fresh_results[num_fresh++] = tpr_buffer_retain(results[k]);
-    }
     tpr_pending_push_results(results[0], fresh_results, num_fresh, fresh_bytes);
   }
   int fresh = 0;

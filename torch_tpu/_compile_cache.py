@@ -187,15 +187,21 @@ class TpuOutputCode(OutputCode):
         # instance dict so that wrappers (torch._dynamo.disable) copy it.
         self._boxed_call = True
 
+    def _program(self):
+        """The live program: the fresh compile's, or (loaded from the cache)
+        the tape's replay."""
+        if self._prog is None:
+            from . import _compile
+
+            self._prog = self.tape.replay()
+            _compile._count("cache_loads")
+        return self._prog
+
     def _ensure(self):
         if self._run is None:
             from . import _compile
 
-            prog = self._prog
-            if prog is None:  # loaded from the cache
-                prog = self.tape.replay()
-                _compile._count("cache_loads")
-            self._run = _compile._finish(prog, self.name, self.layout, self.baked)
+            self._run = _compile._finish(self._program(), self.name, self.layout, self.baked)
             self._prog = None
         return self._run
 
@@ -204,14 +210,8 @@ class TpuOutputCode(OutputCode):
         from the disk cache on a thread of its own, runs queueing on the code
         to come (start). Otherwise compiles it here (_ensure), so that a
         compile's errors still belong to the caller."""
-        if self._run is None:
-            from . import _compile
-
-            if self._prog is None:  # loaded from the cache
-                self._prog = self.tape.replay()
-                _compile._count("cache_loads")
-            if self._prog.load_start(self.name):
-                return self.start()
+        if self._run is None and self._program().load_start(self.name):
+            return self.start()
         return self._ensure()
 
     def start(self):

@@ -134,6 +134,23 @@ static tpr_status_t read_vec4(tpr_storage_t* s, float* out) {
   return tpr_tensor_read_host(&r, out, 4 * sizeof(float));
 }
 
+// Runs |p| (y = a * k) on {1, 2, -3, 4} and checks the values; the run is
+// issued at once, before any wait for code still loading or compiling.
+static void check_scale_run(tpr_program_t* p, float k, int* tpr_failed_) {
+  float av[4] = {1, 2, -3, 4}, got[4];
+  tpr_storage_t *a = NULL, *y = NULL;
+  CHECK_OK(vec4(av, &a));
+  CHECK_OK(vec4(NULL, &y));
+  tpr_storage_t* ins[1] = {a};
+  tpr_storage_t* outs[1] = {y};
+  CHECK_OK(tpr_program_run(p, 0, ins, outs));
+  CHECK_OK(read_vec4(y, got));
+  for (int i = 0; i < 4; i++) CHECK(got[i] == av[i] * k);
+  CHECK_OK(tpr_eager_synchronize(0));
+  tpr_storage_release(a);
+  tpr_storage_release(y);
+}
+
 TPR_TEST(program_compiles_in_the_background) {
   CHECK_OK(init_eager());
   tpr_program_reset_stats();
@@ -148,18 +165,8 @@ TPR_TEST(program_compiles_in_the_background) {
   CHECK(compiled);
   CHECK_OK(tpr_program_compile(q, "scale_b", &compiled));
   CHECK(compiled);
-  float av[4] = {1, 2, -3, 4}, got[4];
-  tpr_storage_t *a, *y;
-  CHECK_OK(vec4(av, &a));
-  CHECK_OK(vec4(NULL, &y));
-  tpr_storage_t* ins[1] = {a};
-  tpr_storage_t* outs[1] = {y};
-  CHECK_OK(tpr_program_run(q, 0, ins, outs));
-  CHECK_OK(read_vec4(y, got));
-  for (int i = 0; i < 4; i++) CHECK(got[i] == av[i] * -1.5f);
-  CHECK_OK(tpr_eager_synchronize(0));
-  tpr_storage_release(a);
-  tpr_storage_release(y);
+  check_scale_run(q, -1.5f, tpr_failed_);
+  if (*tpr_failed_) return;
   tpr_program_free(p);
   tpr_program_free(q);
   tpr_test_keep_allocations();  // the executable cache lives for the process
@@ -228,23 +235,6 @@ static int overwrite_entries(const char* root, const char* with) {
   snprintf(cmd, sizeof cmd,
            "for f in %s/*/*.xla; do printf '%%s' '%s' > \"$f\"; done", root, with);
   return system(cmd);
-}
-
-// Runs |p| (y = a * k) on {1, 2, -3, 4} at once, before any wait for its
-// code, and checks the values.
-static void check_scale_run(tpr_program_t* p, float k, int* tpr_failed_) {
-  float av[4] = {1, 2, -3, 4}, got[4];
-  tpr_storage_t *a = NULL, *y = NULL;
-  CHECK_OK(vec4(av, &a));
-  CHECK_OK(vec4(NULL, &y));
-  tpr_storage_t* ins[1] = {a};
-  tpr_storage_t* outs[1] = {y};
-  CHECK_OK(tpr_program_run(p, 0, ins, outs));
-  CHECK_OK(read_vec4(y, got));
-  for (int i = 0; i < 4; i++) CHECK(got[i] == av[i] * k);
-  CHECK_OK(tpr_eager_synchronize(0));
-  tpr_storage_release(a);
-  tpr_storage_release(y);
 }
 
 // A program whose executable is on disk loads it on a thread of its own:
