@@ -65,25 +65,41 @@ def current_device():
 
 
 def _index(d):
+    """The device index a device argument names: None, "tpu" and -1 are the
+    current device; an index past device_count() raises IndexError naming it."""
     if d is None:
         return current_device()
-    if isinstance(d, int):
-        return d
-    d = torch.device(d)
-    if d.type != "tpu":
-        raise ValueError(f"expected a tpu device, got {d}")
-    return current_device() if d.index is None else d.index
+    if isinstance(d, int) and not isinstance(d, bool):
+        idx = d
+    else:
+        d = torch.device(d)
+        if d.type != "tpu":
+            raise ValueError(f"expected a tpu device, got {d}")
+        idx = d.index
+    if idx is None or idx == -1:
+        return current_device()
+    n = device_count()
+    if not 0 <= idx < n:
+        have = {0: "no tpu device", 1: "only tpu:0"}.get(n, f"tpu:0 to tpu:{n - 1}")
+        raise IndexError(f"tpu device index {idx} is out of range: "
+                         f"torch.tpu.device_count() is {n} ({have})")
+    return idx
 
 
 def set_device(d):
+    """Makes |d| the current device; a negative index does nothing, as in
+    torch.cuda.set_device."""
+    if isinstance(d, int) and d < 0:
+        return
     _C._set_device(_index(d))
 
 
 class device:
-    """Context manager that changes the current tpu device."""
+    """Context manager that changes the current tpu device (a negative index
+    or None changes nothing)."""
 
     def __init__(self, d):
-        self.idx = _index(d) if d is not None else -1
+        self.idx = -1 if d is None or (isinstance(d, int) and d < 0) else _index(d)
         self.prev = -1
 
     def __enter__(self):
@@ -146,7 +162,11 @@ def get_rng_state(device="tpu"):
 
 
 def set_rng_state(new_state, device="tpu"):
-    _generator(device).set_state(new_state)
+    if not isinstance(new_state, torch.Tensor):
+        raise TypeError("torch.tpu.set_rng_state: expected a CPU uint8 tensor, got "
+                        f"{type(new_state).__name__}")
+    # As torch.cuda.set_rng_state: the state's values, whatever its strides.
+    _generator(device).set_state(new_state.clone(memory_format=torch.contiguous_format))
 
 
 def get_rng_state_all():
@@ -154,7 +174,7 @@ def get_rng_state_all():
 
 
 def set_rng_state_all(states):
-    for i, s in enumerate(states):
+    for i, s in enumerate(list(states)):
         set_rng_state(s, i)
 
 
@@ -279,12 +299,26 @@ def current_stream(device=None):
 default_stream = current_stream
 
 
+def _check_stream(s, fn):
+    if not isinstance(s, torch.Stream):
+        raise TypeError(f"torch.tpu.{fn}: expected a torch.Stream, got {type(s).__name__}")
+    if s.device.type != "tpu":
+        raise ValueError(f"torch.tpu.{fn}: expected a tpu stream, got one on {s.device}")
+
+
 def set_stream(stream):
-    """There is one stream per device; setting it is a no-op."""
+    """There is one stream per device; setting it checks |stream| and does
+    nothing else (None does nothing, as in torch.cuda.set_stream)."""
+    if stream is not None:
+        _check_stream(stream, "set_stream")
 
 
 @contextlib.contextmanager
 def stream(s):
+    """Context manager for a stream (None: no stream); one stream per device,
+    so work inside runs as it would outside."""
+    if s is not None:
+        _check_stream(s, "stream")
     yield s
 
 
@@ -308,6 +342,8 @@ def wait_for_compiles(timeout=None):
     steady state. Returns False if `timeout` seconds passed first."""
     import time
 
+    if timeout is not None:
+        timeout = float(timeout)
     if not _C._is_initialized():
         return True
     end = None if timeout is None else time.monotonic() + timeout

@@ -138,10 +138,13 @@ class TpuAllocator final : public c10::DeviceAllocator {
   }
   void recordStream(const c10::DataPtr&, c10::Stream) override {}
 
+  // Device arguments come from torch.accelerator.memory: -1 is the current
+  // device, an index past device_count() raises IndexError naming it.
   c10::CachingDeviceAllocator::DeviceStats getDeviceStats(
       c10::DeviceIndex device) override {
     c10::CachingDeviceAllocator::DeviceStats stats;
     if (!is_initialized()) return stats;
+    device = checked_device_index(device);
     tpr_memory_stats_t m;
     check(tpr_client_memory_stats(tpr_eager_client(), device, &m));
     auto& all = stats.allocated_bytes[static_cast<size_t>(
@@ -155,13 +158,17 @@ class TpuAllocator final : public c10::DeviceAllocator {
     return stats;
   }
 
-  void resetAccumulatedStats(c10::DeviceIndex) override {}
+  void resetAccumulatedStats(c10::DeviceIndex device) override {
+    if (is_initialized()) checked_device_index(device);
+  }
   void resetPeakStats(c10::DeviceIndex device) override {
-    if (is_initialized()) tpr_client_reset_peak_memory(tpr_eager_client(), device);
+    if (!is_initialized()) return;
+    tpr_client_reset_peak_memory(tpr_eager_client(), checked_device_index(device));
   }
 
   std::pair<size_t, size_t> getMemoryInfo(c10::DeviceIndex device) override {
     ensure_initialized();
+    device = checked_device_index(device);
     tpr_memory_stats_t m;
     check(tpr_client_memory_stats(tpr_eager_client(), device, &m));
     size_t total = static_cast<size_t>(m.bytes_limit);

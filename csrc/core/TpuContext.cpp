@@ -131,6 +131,12 @@ void check_device_index(c10::DeviceIndex index) {
                     " is out of range: ", (int)n, " tpu device(s) available");
 }
 
+c10::DeviceIndex checked_device_index(c10::DeviceIndex index) {
+  if (index == -1) return current;
+  if (index < 0 || index >= device_count()) check_device_index(index);  // raises
+  return index;
+}
+
 c10::DeviceIndex current_device() { return current; }
 
 void set_current_device(c10::DeviceIndex index) {

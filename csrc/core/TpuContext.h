@@ -34,6 +34,10 @@ c10::DeviceIndex current_device();
 void set_current_device(c10::DeviceIndex index);
 // Throws for an index outside [0, device_count()).
 void check_device_index(c10::DeviceIndex index);
+// The device a device argument from PyTorch names: -1 (no index) is the
+// current device; any other index must be in [0, device_count()), else it
+// raises as check_device_index does.
+c10::DeviceIndex checked_device_index(c10::DeviceIndex index);
 
 // What a tpu storage's DataPtr context points to. |token| is the opaque,
 // unique, non-dereferenceable address PyTorch sees as data_ptr().

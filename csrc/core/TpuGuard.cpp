@@ -1,11 +1,14 @@
 // DeviceGuardImplInterface for tpu. PJRT orders work through buffer
 // dependencies, so there is one stream per device (id 0); events mark a
 // point on the host timeline and synchronizing one waits for the device.
+// Device arguments (torch.accelerator's, torch.Stream's) name a device in
+// [0, device_count()) or -1 for the current one; others raise IndexError.
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
 #include <chrono>
 
 #include "aten/ArgChecks.h"
+#include "aten/TensorRef.h"
 #include "core/TpuContext.h"
 #include "core/TpuStatus.h"
 
@@ -47,20 +50,30 @@ struct TpuGuardImpl final : public c10::impl::DeviceGuardImplInterface {
     } catch (...) {
     }
   }
-  c10::Stream getStream(c10::Device d) const override {
-    return c10::Stream(c10::Stream::DEFAULT, d);
+  // The one stream of the device |d| names.
+  static c10::Stream stream_of(c10::Device d) {
+    return c10::Stream(c10::Stream::DEFAULT,
+                       c10::Device(kTpu, checked_device_index(d.index())));
   }
-  c10::Stream getDefaultStream(c10::Device d) const override {
-    return c10::Stream(c10::Stream::DEFAULT, d);
-  }
-  c10::Stream getNewStream(c10::Device d, int) const override {
-    return c10::Stream(c10::Stream::DEFAULT, d);
-  }
+  c10::Stream getStream(c10::Device d) const override { return stream_of(d); }
+  c10::Stream getDefaultStream(c10::Device d) const override { return stream_of(d); }
+  c10::Stream getNewStream(c10::Device d, int) const override { return stream_of(d); }
   c10::Stream getStreamFromGlobalPool(c10::Device d, bool) const override {
-    return c10::Stream(c10::Stream::DEFAULT, d);
+    return stream_of(d);
   }
   c10::Stream exchangeStream(c10::Stream s) const override {
-    return c10::Stream(c10::Stream::DEFAULT, s.device());
+    return stream_of(s.device());
+  }
+  c10::DeviceCapability getDeviceCapability(c10::Device d) const override {
+    checked_device_index(d.index());
+    c10::DeviceCapability cap;  // the dtypes a tpu tensor can hold
+    cap.capability_data.capability_bits = 0;
+#define TPU_DTYPE_BIT(_, name)                                    \
+    if (to_tpr_dtype(c10::ScalarType::name) != TPR_DTYPE_INVALID) \
+      cap.capability_data.capability_bits |= 1ULL << c10::kIndex_##name;
+    AT_FORALL_SCALAR_TYPES_WITH_COMPLEX_AND_QINTS(TPU_DTYPE_BIT)
+#undef TPU_DTYPE_BIT
+    return cap;
   }
   c10::DeviceIndex deviceCount() const noexcept override {
     return device_count();
@@ -95,8 +108,11 @@ struct TpuGuardImpl final : public c10::impl::DeviceGuardImplInterface {
   void synchronizeStream(const c10::Stream& s) const override {
     synchronizeDevice(s.device_index());
   }
-  void synchronizeDevice(const c10::DeviceIndex index) const override {
-    if (!is_initialized()) return;
+  void synchronizeDevice(c10::DeviceIndex index) const override {
+    // Before first use the current device has nothing to wait for; any
+    // other index is checked (which starts the runtime).
+    if (!is_initialized() && (index == -1 || index == current_device())) return;
+    index = checked_device_index(index);
     check(tpr_eager_synchronize(index));
     raise_failed_data_checks();
   }
