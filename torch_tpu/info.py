@@ -1,4 +1,8 @@
-"""``python -m torch_tpu.info``: what the tpu device runs on."""
+"""``python -m torch_tpu.info``: what the tpu device runs on.
+
+``--check`` also runs a quick conformance probe of the plugin in use against
+PyTorch's CPU (torch_tpu/selfcheck.py) and exits 1 naming each op that
+disagrees."""
 import os
 import sys
 
@@ -17,9 +21,12 @@ def report():
         except RuntimeError as e:
             lines.append(f"tpu unavailable: {e}")
         return lines, 1
+    from torch_tpu import plugins
+
     info = _C._plugin_info()
     lines += [
         f"PJRT plugin: {info['path']}",
+        f"plugin package: {plugins.describe(info['path'])}",
         f"plugin kind: {info['kind']}  platform: {info['platform_name']} {info['platform_version']}",
         "PJRT C API version: %d.%d" % info["api_version"],
         f"XLA version: {info['xla_version']}",
@@ -54,9 +61,18 @@ def distributed_line():
             f" {d.get('collectives', 0)} tpu_dist collectives so far")
 
 
-def main():
+def main(argv=None):
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m torch_tpu.info", description=__doc__.splitlines()[0])
+    ap.add_argument("--check", action="store_true",
+                    help="also compare a probe of ops with the CPU on the plugin in use")
+    args = ap.parse_args(argv)
     lines, rc = report()
-    print("\n".join(lines))
+    print("\n".join(lines), flush=True)
+    if args.check and rc == 0:
+        from torch_tpu import selfcheck
+        rc = selfcheck.main()
     return rc
 
 

@@ -7,6 +7,7 @@
 // operand itself and add no node.
 #include <math.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "compiler/ir/graph_internal.h"
@@ -18,6 +19,17 @@
   if (!t) return TPR_VALUE_NONE
 
 #define FAIL(...) return tpr_graph_fail(g, TPR_INVALID_ARGUMENT, __VA_ARGS__)
+
+bool tpr_plugin_workarounds(void) {
+  static atomic_int state;  // 0: not read yet, 1: on, 2: off
+  int s = atomic_load_explicit(&state, memory_order_relaxed);
+  if (!s) {
+    const char* e = getenv("TORCH_TPU_PLUGIN_WORKAROUNDS");
+    s = e && strcmp(e, "0") == 0 ? 2 : 1;
+    atomic_store_explicit(&state, s, memory_order_relaxed);
+  }
+  return s == 1;
+}
 
 static const char* fmt(const tpr_type_t* t, char* buf) {
   return tpr_type_format(t, buf, TB);
@@ -451,6 +463,19 @@ tpr_value_t tpr_unary(tpr_graph_t* g, tpr_unary_op_t op, tpr_value_t v) {
           g, tpr_constant_i64(g, t->dtype, 0), t->rank, t->dims, NULL);
       return tpr_convert(g, tpr_compare(g, TPR_CMP_NE, v, z), t->dtype);
     }
+  }
+  if (op == TPR_UNARY_ATAN && tpr_dtype_is_float(t->dtype) &&
+      tpr_plugin_workarounds()) {
+    // atan(x) = atan2(2x, 2). lammps-jax-pjrt-cpu 0.11.2 (XLA:CPU, PJRT
+    // 0.115) computes chlo.atan wrong once a f32 or bf16 tensor has about 63
+    // elements or more (its vectorised kernel: atan(20) came out as -16.9),
+    // and it rewrites atan2(x, 1) into that same atan; atan2 of other
+    // operands is right on every size. Doubling is exact, and where 2x
+    // overflows atan2(±inf, 2) = ±pi/2 is still atan(x) in every float type.
+    tpr_value_t two = tpr_broadcast_in_dim(
+        g, tpr_constant_f64(g, t->dtype, 2.0), t->rank, t->dims, NULL);
+    return tpr_binary(g, TPR_BINARY_ATAN2, tpr_binary(g, TPR_BINARY_MUL, v, two),
+                      two);
   }
   tpr_type_t r = *t;
   if (op == TPR_UNARY_IS_FINITE) r.dtype = TPR_DTYPE_BOOL;

@@ -46,6 +46,14 @@ static tpr_status_t lower_threshold_backward(lw_ctx_t* ctx) {
   return lw_ret(ctx, lw_sel(G, lw_cmp(G, TPR_CMP_LE, x, th), lw_k(G, gr, 0), gr));
 }
 
+// 2 Phi(x) = erfc(-x / sqrt 2), not 1 + erf(x / sqrt 2): the sum cancels for
+// negative x, and on xla-cpu-pjrt 0.0.1 erf(-big) inside a fusion is not
+// exactly -1, so gelu(-1e30) came out as -8.9e22 instead of -0 (and
+// gelu(-inf) as -inf instead of PyTorch's NaN).
+static tpr_value_t gelu_twice_cdf(tpr_graph_t* g, tpr_value_t x) {
+  return lw_un(g, TPR_UNARY_ERFC, lw_mul(g, x, lw_k(g, x, -0.70710678118654752440)));
+}
+
 static tpr_value_t gelu_value(tpr_graph_t* g, tpr_value_t x, bool tanh_approx) {
   if (tanh_approx) {
     const double kBeta = 0.79788456080286535588;  // sqrt(2 / pi)
@@ -55,8 +63,7 @@ static tpr_value_t gelu_value(tpr_graph_t* g, tpr_value_t x, bool tanh_approx) {
     tpr_value_t t = lw_add(g, lw_k(g, x, 1), lw_un(g, TPR_UNARY_TANH, inner));
     return lw_mul(g, lw_mul(g, lw_k(g, x, 0.5), x), t);
   }
-  tpr_value_t e = lw_un(g, TPR_UNARY_ERF, lw_mul(g, x, lw_k(g, x, 0.70710678118654752440)));
-  return lw_mul(g, lw_mul(g, x, lw_k(g, x, 0.5)), lw_add(g, lw_k(g, x, 1), e));
+  return lw_mul(g, lw_mul(g, x, lw_k(g, x, 0.5)), gelu_twice_cdf(g, x));
 }
 
 static bool gelu_is_tanh(lw_ctx_t* ctx, int i, tpr_status_t* s) {
@@ -103,11 +110,8 @@ static tpr_status_t lower_gelu_backward(lw_ctx_t* ctx) {
     tpr_value_t right_d = lw_mul(g, lw_mul(g, left, th_d), inner_d);
     return lw_ret(ctx, lw_mul(g, gr, lw_add(g, left_d, right_d)));
   }
-  const double kAlpha = 0.70710678118654752440;
   const double kBeta = 1.12837916709551257390 * 0.70710678118654752440 * 0.5;
-  tpr_value_t cdf = lw_mul(g, lw_k(g, x, 0.5),
-                           lw_add(g, lw_k(g, x, 1),
-                                  lw_un(g, TPR_UNARY_ERF, lw_mul(g, x, lw_k(g, x, kAlpha)))));
+  tpr_value_t cdf = lw_mul(g, lw_k(g, x, 0.5), gelu_twice_cdf(g, x));
   tpr_value_t pdf = lw_mul(g, lw_k(g, x, kBeta),
                            lw_un(g, TPR_UNARY_EXP,
                                  lw_mul(g, lw_mul(g, x, x), lw_k(g, x, -0.5))));

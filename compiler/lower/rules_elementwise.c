@@ -1,6 +1,8 @@
 // Elementwise rules: arithmetic, math functions, comparisons, logic, where,
 // clamp. Inputs broadcast to the out shape; floats compute in PyTorch's
 // opmath dtype (f32 for f16/bf16) and round once into the out dtype.
+#include <float.h>
+
 #include "compiler/lower/lower_internal.h"
 
 #define G (ctx->graph)
@@ -106,7 +108,11 @@ static tpr_status_t lower_sign(lw_ctx_t* ctx) {
   if (is_complex_out(ctx)) return no_complex(ctx);
   tpr_value_t x = lw_in(ctx, 0, OUT->dtype, OUT);
   if (OUT->dtype == TPR_DTYPE_BOOL) return lw_ret(ctx, x);
-  return lw_ret(ctx, lw_un(G, TPR_UNARY_SIGN, x));
+  tpr_value_t sg = lw_un(G, TPR_UNARY_SIGN, x);
+  if (!tpr_dtype_is_float(OUT->dtype)) return lw_ret(ctx, sg);
+  // PyTorch's sign of NaN is 0 ((0 < x) - (x < 0), on the CPU and CUDA);
+  // stablehlo.sign gives NaN.
+  return lw_ret(ctx, lw_sel(G, lw_isnan(G, x), lw_k(G, x, 0), sg));
 }
 
 // Rounding: integers are returned unchanged, as in PyTorch.
@@ -202,6 +208,25 @@ tpr_status_t lw_rule_mul(lw_ctx_t* ctx) {
   return lw_ret(ctx, lw_mul(G, a, b));
 }
 
+// Input |i| as a divisor of the out shape. lammps-jax-pjrt-cpu 0.11.2
+// (XLA:CPU, PJRT 0.115) turns a division by a broadcast value into a
+// multiplication by its rounded reciprocal: 1 ulp off where PyTorch
+// divides, so trunc/floor division and remainders came out one off
+// (div(8.375, 0.5586) truncated to 14, not 15). A broadcast divisor minus
+// 0 * iota is the same value (x - 0 keeps -0) but no longer a broadcast.
+static tpr_value_t divisor(lw_ctx_t* ctx, int i, tpr_dtype_t cd) {
+  tpr_value_t b = lw_in(ctx, i, cd, OUT);
+  const tpr_type_t* t = lw_arg_type(ctx, i);
+  bool broadcast = !t || !lw_is_tensor(ctx, i) || tpr_type_numel(t) < tpr_type_numel(OUT);
+  if (!broadcast || !tpr_dtype_is_float(cd) || OUT->rank == 0 ||
+      !tpr_plugin_workarounds())
+    return b;
+  tpr_type_t shape = *OUT;
+  shape.dtype = cd;
+  tpr_value_t i0 = tpr_iota(G, shape, 0);
+  return lw_sub(G, b, lw_mul(G, i0, lw_k(G, i0, 0)));
+}
+
 // PyTorch's div_floor for floats (c10/util/generic_math.h).
 static tpr_value_t float_floor_div(tpr_graph_t* g, tpr_value_t a,
                                    tpr_value_t b) {
@@ -242,7 +267,7 @@ static tpr_status_t div_mode(lw_ctx_t* ctx, const char* mode) {
     if (!tpr_dtype_is_float(cd) && !tpr_dtype_is_complex(cd))
       return lw_fail(ctx, TPR_INVALID_ARGUMENT,
                      "true division needs a floating out type");
-    tpr_value_t a = lw_in(ctx, 0, cd, OUT), b = lw_in(ctx, 1, cd, OUT);
+    tpr_value_t a = lw_in(ctx, 0, cd, OUT), b = divisor(ctx, 1, cd);
     return lw_ret(ctx, lw_div(G, a, b));
   }
   if (tpr_dtype_is_complex(od)) return no_complex(ctx);
@@ -251,11 +276,17 @@ static tpr_status_t div_mode(lw_ctx_t* ctx, const char* mode) {
     return lw_fail(ctx, TPR_INVALID_ARGUMENT, "unknown rounding_mode \"%s\"",
                    mode);
   tpr_dtype_t cd = arith_dtype(od);
-  tpr_value_t a = lw_in(ctx, 0, cd, OUT), b = lw_in(ctx, 1, cd, OUT);
+  tpr_value_t a = lw_in(ctx, 0, cd, OUT), b = divisor(ctx, 1, cd);
   tpr_value_t r;
-  if (tpr_dtype_is_float(cd))
-    r = floor ? float_floor_div(G, a, b) : lw_trunc(G, lw_div(G, a, b));
-  else
+  if (tpr_dtype_is_float(cd) && floor) {
+    r = float_floor_div(G, a, b);
+  } else if (tpr_dtype_is_float(cd)) {
+    // The quotient is rounded to the out dtype before it is truncated, as
+    // PyTorch's scalar_t division does for bfloat16 and float16.
+    tpr_value_t q = lw_div(G, a, b);
+    if (od != cd) q = tpr_convert(G, tpr_convert(G, q, od), cd);
+    r = lw_trunc(G, q);
+  } else
     r = floor ? int_floor_div(G, a, b) : lw_div(G, a, b);
   return lw_ret(ctx, r);
 }
@@ -271,7 +302,7 @@ static tpr_status_t lower_floor_divide(lw_ctx_t* ctx) {
 static tpr_status_t lower_remainder(lw_ctx_t* ctx) {
   if (is_complex_out(ctx)) return no_complex(ctx);
   tpr_dtype_t cd = arith_dtype(OUT->dtype);
-  tpr_value_t a = lw_in(ctx, 0, cd, OUT), b = lw_in(ctx, 1, cd, OUT);
+  tpr_value_t a = lw_in(ctx, 0, cd, OUT), b = divisor(ctx, 1, cd);
   tpr_value_t m = tpr_binary(G, TPR_BINARY_REM, a, b);
   tpr_value_t fix = tpr_binary(G, TPR_BINARY_AND, lw_cmpk(G, TPR_CMP_NE, m, 0),
                                lw_cmp(G, TPR_CMP_NE, lw_cmpk(G, TPR_CMP_LT, b, 0),
@@ -283,7 +314,7 @@ static tpr_status_t lower_remainder(lw_ctx_t* ctx) {
 static tpr_status_t lower_fmod(lw_ctx_t* ctx) {
   if (is_complex_out(ctx)) return no_complex(ctx);
   tpr_dtype_t cd = arith_dtype(OUT->dtype);
-  tpr_value_t a = lw_in(ctx, 0, cd, OUT), b = lw_in(ctx, 1, cd, OUT);
+  tpr_value_t a = lw_in(ctx, 0, cd, OUT), b = divisor(ctx, 1, cd);
   return lw_ret(ctx, tpr_binary(G, TPR_BINARY_REM, a, b));
 }
 
@@ -332,10 +363,26 @@ static tpr_status_t lower_bitwise_xor(lw_ctx_t* ctx) {
   return binary_exact(ctx, TPR_BINARY_XOR);
 }
 
+// Denormals as zeros of their sign: XLA:CPU flushes them in arithmetic but
+// not in every test for zero.
+static tpr_value_t flush_denormal(tpr_graph_t* g, tpr_value_t x) {
+  const tpr_type_t* t = tpr_value_type(g, x);
+  double smallest_normal = t->dtype == TPR_DTYPE_F64 ? DBL_MIN : FLT_MIN;
+  tpr_value_t small = lw_cmpk(g, TPR_CMP_LT, lw_un(g, TPR_UNARY_ABS, x), smallest_normal);
+  return lw_sel(g, small, lw_mul(g, x, lw_k(g, x, 0)), x);
+}
+
 static tpr_status_t lower_atan2(lw_ctx_t* ctx) {
   if (is_complex_out(ctx)) return no_complex(ctx);
   tpr_dtype_t cd = lw_opmath(OUT->dtype);
   tpr_value_t a = lw_in(ctx, 0, cd, OUT), b = lw_in(ctx, 1, cd, OUT);
+  // lammps-jax-pjrt-cpu 0.11.2 and xla-cpu-pjrt 0.0.1 give NaN for
+  // atan2 of two denormals (it should be atan2 of the flushed zeros: ±0 or
+  // ±pi); flushing them first gives IEEE's zero cases.
+  if (tpr_plugin_workarounds()) {
+    a = flush_denormal(G, a);
+    b = flush_denormal(G, b);
+  }
   return lw_ret(ctx, tpr_binary(G, TPR_BINARY_ATAN2, a, b));
 }
 

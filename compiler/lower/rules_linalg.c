@@ -96,8 +96,9 @@ static tpr_status_t lower_addmm_activation(lw_ctx_t* ctx) {
   tpr_graph_t* g = G;
   tpr_value_t y = epilogue_value(ctx, p, acc, 0, 3);
   if (lw_bool(ctx, 5, false)) {
-    tpr_value_t e = lw_un(g, TPR_UNARY_ERF, lw_mul(g, y, lw_k(g, y, 0.70710678118654752440)));
-    y = lw_mul(g, lw_mul(g, y, lw_k(g, y, 0.5)), lw_add(g, lw_k(g, y, 1), e));
+    // x Phi(x) with 2 Phi(x) = erfc(-x / sqrt 2), as gelu (rules_activation.c).
+    tpr_value_t c = lw_un(g, TPR_UNARY_ERFC, lw_mul(g, y, lw_k(g, y, -0.70710678118654752440)));
+    y = lw_mul(g, lw_mul(g, y, lw_k(g, y, 0.5)), c);
   } else {
     y = lw_max(g, y, lw_k(g, y, 0));
   }
@@ -141,7 +142,27 @@ static tpr_status_t lower_addr(lw_ctx_t* ctx) {
                                        OUT->dims, &kD0);
   tpr_value_t b = tpr_broadcast_in_dim(G, lw_cast(G, lw_value(ctx, 2), acc), 2,
                                        OUT->dims, &kD1);
-  return epilogue(ctx, lw_mul(G, a, b), acc, 0, 3);
+  tpr_dtype_t od = OUT->dtype;
+  if (od == acc || !tpr_dtype_is_float(od)) return epilogue(ctx, lw_mul(G, a, b), acc, 0, 3);
+  // bfloat16 and float16 round after every operation, as PyTorch's scalar_t
+  // arithmetic does on the CPU and CUDA: beta * self + (alpha * vec1) * vec2,
+  // with beta and alpha themselves in the out dtype. (Rounding once at the
+  // end differs where the terms cancel: a quarter of the result.) The
+  // barrier keeps XLA from dropping the round trips as excess precision.
+  tpr_graph_t* g = G;
+#define ROUND(x) tpr_convert(g, tpr_optimization_barrier(g, tpr_convert(g, (x), od)), acc)
+  if (lw_is_tensor(ctx, 4)) a = ROUND(lw_mul(g, a, ROUND(lw_splat(g, lw_value(ctx, 4), a))));
+  tpr_value_t p = ROUND(lw_mul(g, a, b));
+  tpr_type_t shape = *OUT;
+  shape.dtype = acc;
+  tpr_value_t self = lw_in(ctx, 0, acc, &shape);
+  if (lw_is_tensor(ctx, 3)) {
+    tpr_value_t beta = ROUND(lw_splat(g, lw_value(ctx, 3), self));
+    self = lw_sel(g, lw_cmpk(g, TPR_CMP_EQ, beta, 0), lw_k(g, self, 0),
+                  ROUND(lw_mul(g, beta, self)));
+  }
+#undef ROUND
+  return lw_ret(ctx, lw_add(g, self, p));
 }
 
 LW_DEFINE_TABLE(linalg,

@@ -865,6 +865,8 @@ TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
 // accepts. The hottest structured ops are claimed too: their inherited
 // functional and in-place forms run PyTorch's meta and output allocation,
 // then call the out= form, about a microsecond per op before our kernel.
+// addr's decomposition (outer product, then beta and alpha) rounds bfloat16
+// and float16 in another order than the CPU and CUDA kernels do.
 bool claimed(const std::string& name) {
   static const std::string kForeach = "aten::_foreach_";
   static const std::set<std::string> kHot = {
@@ -875,6 +877,7 @@ bool claimed(const std::string& name) {
          name == "aten::native_layer_norm" || name == "aten::native_group_norm" ||
          name == "aten::convolution" ||
          name == "aten::_convolution" || name == "aten::convolution_backward" ||
+         name == "aten::addr" || name == "aten::addr_" ||
          kHot.count(name) > 0;
 }
 

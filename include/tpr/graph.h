@@ -203,6 +203,13 @@ tpr_value_t tpr_set_dimension_static(tpr_graph_t* graph, tpr_value_t v,
 
 //===--- elementwise -----------------------------------------------------===//
 
+// Ops that a supported plugin computes wrong are built another way (each
+// names the plugin, its version and the failing case) unless
+// TORCH_TPU_PLUGIN_WORKAROUNDS=0, which shows what the plugin itself computes:
+// how `python -m torch_tpu.info --check` tells whether a newer plugin still
+// needs them. Read once.
+bool tpr_plugin_workarounds(void);
+
 typedef enum tpr_unary_op_e {
   TPR_UNARY_NEG, TPR_UNARY_ABS, TPR_UNARY_SIGN, TPR_UNARY_NOT,
   TPR_UNARY_EXP, TPR_UNARY_EXPM1, TPR_UNARY_LOG, TPR_UNARY_LOG1P,

@@ -170,6 +170,9 @@ def test_info_cli():
     fields = dict(line.split(": ", 1) for line in r.stdout.splitlines()
                   if ": " in line and not line.startswith(" "))
     assert Path(fields["PJRT plugin"]).is_file(), r.stdout
+    from torch_tpu import plugins
+    assert fields["plugin package"] == plugins.describe(fields["PJRT plugin"]), r.stdout
+    assert fields["plugin package"].split()[0] in {p["name"] for p in plugins.installed()}, r.stdout
     assert int(fields["devices"]) == torch.tpu.device_count() >= 1, r.stdout
     assert re.search(r"^  tpu:0 ", r.stdout, re.M), r.stdout
     assert int(fields["native lowering rules"]) > 1000, r.stdout

@@ -63,6 +63,29 @@ RANDOM_OPS = {
     "nn.functional.fractional_max_pool2d", "nn.functional.fractional_max_pool3d",
 }
 
+# Ops returning (values, indices) whose index among equal values PyTorch
+# leaves to the implementation (the CPU's comes from an unstable sort): the
+# values must match and each index must point at its value.
+TIED_INDEX_OPS = {"mode"}
+
+
+def _compare_tied_index(sample, got, want, dtype_name):
+    import torch
+    why = _compare(got[0], want[0], dtype_name)
+    if why:
+        return why
+    x, idx = sample.input, got[1].cpu()
+    dim = sample.args[0] if sample.args else sample.kwargs.get("dim", -1)
+    keep = sample.args[1] if len(sample.args) > 1 else sample.kwargs.get("keepdim", False)
+    if x.dim() == 0:
+        return None if int(idx) == 0 else f"index {int(idx)} of a 0-d tensor"
+    i = idx if keep else idx.unsqueeze(dim)
+    picked = x.gather(dim, i)
+    picked = picked if keep else picked.squeeze(dim)
+    ok = (picked == want[0]) | (picked.isnan() & want[0].isnan())
+    return None if bool(ok.all()) else "an index points at another value than the mode"
+
+
 # Positional sample arguments PyTorch requires on the CPU (it rejects a
 # device tensor there): kept on the CPU when the sample moves to tpu.
 CPU_ONLY_ARGS = {
@@ -312,7 +335,7 @@ def _relayout(t, layout):
 LAYOUTS = ("transposed", "channels_last", "sliced", "size1_strides")
 
 
-def run_op(op, dtypes, max_samples, backward, verbose=False, layouts=()):
+def run_op(op, dtypes, max_samples, backward, verbose=False, layouts=(), reference=False):
     """Returns {dtype name: {status, samples, reason}} (+ "backward", and a
     "float32 <layout>" column per layout)."""
     import torch
@@ -323,22 +346,76 @@ def run_op(op, dtypes, max_samples, backward, verbose=False, layouts=()):
         if dtype not in supported:
             result[dtype_name] = {"status": "skip", "reason": "dtype not supported on CPU"}
             continue
-        result[dtype_name] = _run_samples(op, dtype, dtype_name, max_samples, False, verbose)
+        result[dtype_name] = _run_samples(op, dtype, dtype_name, max_samples, False, verbose,
+                                          reference=reference)
     if backward and op.supports_autograd and torch.float32 in op.supported_backward_dtypes("cpu"):
-        result["backward"] = _run_samples(op, torch.float32, "float32", max_samples, True, verbose)
+        result["backward"] = _run_samples(op, torch.float32, "float32", max_samples, True, verbose,
+                                          reference=reference)
     for layout in layouts if torch.float32 in supported else ():
         result[f"float32 {layout}"] = _run_samples(op, torch.float32, "float32", max_samples,
                                                    False, verbose, layout)
     return result
 
 
-def _run_samples(op, dtype, dtype_name, max_samples, backward, verbose, layout=None):
+def _special_inputs(op, dtype, requires_grad):
+    """For elementwise OpInfos: one more sample of 1031 elements (past any
+    vector width, with a remainder) holding ±0, ±inf, NaN, denormals and
+    large magnitudes among ordinary values; binary ops get two such tensors,
+    drawn differently. PyTorch's reference inputs have the large sizes and
+    the extremal values, but not denormals or all of them in one tensor."""
+    import torch
+    from torch.testing._internal.opinfo.core import BinaryUfuncInfo, UnaryUfuncInfo
+    from torch.testing._internal.opinfo.core import SampleInput
+
+    from torch_tpu.selfcheck import WIDE, _values
+    if not isinstance(op, (UnaryUfuncInfo, BinaryUfuncInfo)) or dtype.is_complex or requires_grad:
+        return []
+    n = 1031
+    a = _values(n, dtype, WIDE, True, 1)
+    if isinstance(op, UnaryUfuncInfo):
+        return [SampleInput(a, name=SPECIALS)]
+    b = _values(n, dtype, WIDE, True, 2).flip(0).contiguous()
+    return [SampleInput(a, args=(b,), name=SPECIALS)]
+
+
+SPECIALS = "special values"
+
+
+def _flush_sample(sample):
+    """|sample| and a function for results, with denormals flushed to zero
+    where tpu flushes them (torch_tpu.selfcheck.flush_denormals): the CPU
+    then computes what the device can."""
+    from torch_tpu import selfcheck
+    if sample.name != SPECIALS or not _device_flushes():
+        return sample, lambda out: out
+    return sample.transform(selfcheck.flush_denormals), \
+        lambda out: [selfcheck.flush_denormals(t) for t in _flatten(out, [])]
+
+
+_FLUSHES = []
+
+
+def _device_flushes():
+    if not _FLUSHES:
+        from torch_tpu import selfcheck
+        _FLUSHES.append(selfcheck.flushes_denormals("tpu"))
+    return _FLUSHES[0]
+
+
+def _run_samples(op, dtype, dtype_name, max_samples, backward, verbose, layout=None,
+                 reference=False):
     import torch
     counts = collections.Counter()
     reason = ""
     random_op = op.name in RANDOM_OPS or getattr(op, "name", "").startswith("nn.functional.dropout")
     try:
-        samples = list(op.sample_inputs("cpu", dtype, requires_grad=backward))[:max_samples]
+        if reference:
+            samples = list(op.reference_inputs("cpu", dtype, requires_grad=backward))
+            samples += _special_inputs(op, dtype, backward)
+        else:
+            samples = list(op.sample_inputs("cpu", dtype, requires_grad=backward))
+        if max_samples:
+            samples = samples[:max_samples]
     except Exception as e:  # the OpInfo itself cannot build samples
         return {"status": "skip", "reason": f"sample_inputs failed: {type(e).__name__}"}
     if layout:
@@ -348,8 +425,9 @@ def _run_samples(op, dtype, dtype_name, max_samples, backward, verbose, layout=N
                                else t) for s in samples]
     for i, sample in enumerate(samples):
         torch.manual_seed(0)
+        cpu_sample, cpu_out = _flush_sample(sample)
         try:
-            want = op(sample.input, *sample.args, **sample.kwargs)
+            want = cpu_out(op(cpu_sample.input, *cpu_sample.args, **cpu_sample.kwargs))
             if backward:
                 want_g = _grads(op, sample, want)
                 if want_g is None:
@@ -361,6 +439,11 @@ def _run_samples(op, dtype, dtype_name, max_samples, backward, verbose, layout=N
         try:
             torch.manual_seed(0)
             dev = _to_tpu(sample, requires_grad=backward, op_name=op.name)
+            if not any(isinstance(t, torch.Tensor) and t.device.type == "tpu"
+                       for t in _flatten([dev.input, list(dev.args), dev.kwargs], [])) \
+                    and "device" not in dev.kwargs and "tpu" not in dev.args:
+                counts["skip"] += 1  # numbers only (div(2.5, 0.5)): nothing runs on tpu
+                continue
             got = op(dev.input, *dev.args, **dev.kwargs)
             if backward:
                 got_g = _grads(op, dev, got)
@@ -369,6 +452,8 @@ def _run_samples(op, dtype, dtype_name, max_samples, backward, verbose, layout=N
             # makes that sample random: shape and dtype only.
             random_sample = random_op or (sample.kwargs.get("dropout_p") or 0) > 0
             why = _compare(got, want, dtype_name, values=not random_sample)
+            if why and op.name in TIED_INDEX_OPS and not backward:
+                why = _compare_tied_index(sample, got, want, dtype_name)
             if why and why.startswith(("shape ", "dtype ")) and not backward:
                 meta = _meta_out(op, sample)
                 if meta is not None and _dtypes(meta) == _dtypes(got):
@@ -388,11 +473,11 @@ def _run_samples(op, dtype, dtype_name, max_samples, backward, verbose, layout=N
         # Low-precision results, and gradients (long reductions: CTC's
         # recursions, norms), may round differently from the CPU's, both
         # near the exact value: the float64 reference decides.
-        if why and (backward or dtype_name in ("bfloat16", "float16")) \
+        if why and (backward or reference or dtype_name in ("bfloat16", "float16")) \
                 and why.startswith("Mismatched"):
             try:
-                up = _upcast(sample)
-                ref = op(up.input, *up.args, **up.kwargs)
+                up = _upcast(cpu_sample)
+                ref = cpu_out(op(up.input, *up.args, **up.kwargs))
                 if backward:
                     ref = _grads(op, up, ref)
                 if ref is not None and _as_accurate_as_cpu(got, want, ref, dtype_name):
@@ -439,8 +524,23 @@ def _chosen(args):
 
 def _worker(args):
     section_worker(args, _op_db, _chosen(args), lambda op, _: {
-        "op": _key(op), "result": run_op(op, args.dtypes, args.samples, args.backward,
-                                         args.verbose, args.layouts)})
+        "op": _key(op), "result": run_op(op, _dtypes_for(op, args.dtypes), args.samples,
+                                         args.backward, args.verbose, args.layouts,
+                                         args.reference)})
+
+
+# Every dtype a rule may accept, for --dtypes all (the conformance sweep).
+ALL_DTYPES = ("float32", "float64", "bfloat16", "float16", "complex64", "int64", "int32",
+              "int16", "int8", "uint8", "bool")
+
+
+def _dtypes_for(op, dtypes):
+    """|dtypes|, or with "all" every one of ALL_DTYPES the op takes on the CPU."""
+    if "all" not in dtypes:
+        return dtypes
+    import torch
+    supported = op.supported_dtypes("cpu")
+    return [d for d in ALL_DTYPES if getattr(torch, d) in supported]
 
 
 # OpInfo entries per worker process: one process that compiles every op for
@@ -449,10 +549,20 @@ def _worker(args):
 _CHUNK = 150
 
 
+def plugin_in_use():
+    """"package version (PJRT a.b)" of the plugin the workers will load (a
+    fresh process: this one need not start the runtime)."""
+    import subprocess
+    code = ("import torch, torch_tpu; from torch_tpu import _C, plugins; i = _C._plugin_info(); "
+            "print(plugins.describe(i['path']), '(PJRT %d.%d)' % i['api_version'])")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    return r.stdout.strip() or f"unknown plugin ({r.stderr.strip().splitlines()[-1:]})"
+
+
 def _drive(args):
     op_db = _op_db()
     return drive_workers(args, [], op_db, _chosen(args), _key, "op", "--ops", args.ops,
-                         args.dtypes, _CHUNK)
+                         _columns(args), _CHUNK)
 
 
 # -- shared by the sections (ops.py, modules.py, ...) ---------------------------
@@ -504,6 +614,8 @@ def drive_workers(args, section, db, chosen, name_of, key, names_flag, names, lo
             cmd += [names_flag, ",".join(sorted(names))]
         if getattr(args, "layouts", None):
             cmd += ["--layouts", ",".join(args.layouts)]
+        if getattr(args, "reference", False):
+            cmd.append("--reference")
         if args.verbose:
             cmd.append("-v")
         return cmd
@@ -550,7 +662,8 @@ def _totals(results, column):
 
 
 def _columns(args):
-    return list(args.dtypes) + (["backward"] if args.backward else []) + \
+    dtypes = ALL_DTYPES if "all" in args.dtypes else args.dtypes
+    return list(dtypes) + (["backward"] if args.backward else []) + \
         [f"float32 {layout}" for layout in args.layouts]
 
 
@@ -621,14 +734,31 @@ def core_report():
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_common_arguments(ap, 8, "max samples per op and dtype", "coverage.json")
+    add_common_arguments(ap, None, "max samples per op and dtype (default 8; with --reference, "
+                         "0: all of them)", "coverage.json")
     ap.add_argument("--ops", default="", help="comma-separated OpInfo names")
     ap.add_argument("--layouts", default="",
                     help="also run float32 forward with inputs in these memory layouts "
                          f"(comma-separated, or 'all': {','.join(LAYOUTS)})")
     ap.add_argument("--core", action="store_true", help="list torch.Tag.core ops without a rule")
+    ap.add_argument("--reference", action="store_true",
+                    help="the conformance sweep's inputs: PyTorch's reference inputs (large and "
+                         "odd sizes, small, large and extremal values) plus one sample of special "
+                         "values per elementwise op, all of them unless --samples caps them")
+    ap.add_argument("--plugin", default="",
+                    help="run on this PJRT plugin: an installed package's name "
+                         "(python -c 'import torch_tpu.plugins as p; print(p.installed())') "
+                         "or a path to a .so")
     args = ap.parse_args(argv)
+    if args.plugin and not args.worker:
+        from torch_tpu import plugins
+        try:
+            os.environ["TORCH_TPU_PJRT_PLUGIN"] = plugins.resolve(args.plugin)
+        except ValueError as e:
+            ap.error(str(e))
     args.dtypes = [d for d in args.dtypes.split(",") if d]
+    if args.samples is None:
+        args.samples = 0 if args.reference else 8
     args.ops = set(o for o in args.ops.split(",") if o)
     args.layouts = list(LAYOUTS) if args.layouts == "all" else \
         [la for la in args.layouts.split(",") if la]
@@ -649,14 +779,19 @@ def main(argv=None):
             print("  " + m)
         return 0 if not missing else 1
     t0 = time.time()
+    plugin = plugin_in_use()
+    print(f"plugin: {plugin}", flush=True)
     results = _drive(args)
     columns = _columns(args)
     summary = report(results, columns)
     print(summary)
-    print(f"({len(results)} OpInfo entries, {time.time() - t0:.0f} s)")
+    print(f"({len(results)} OpInfo entries, {time.time() - t0:.0f} s, {plugin})")
     if args.markdown:
+        import torch
         with open(args.markdown, "w") as f:
-            f.write("# Op coverage: PyTorch OpInfo samples on tpu vs CPU\n\n")
+            what = "reference inputs (conformance)" if args.reference else "samples"
+            f.write(f"# Op coverage: PyTorch OpInfo {what} on tpu vs CPU\n\n")
+            f.write(f"Plugin: {plugin}; torch {torch.__version__}.\n\n")
             f.write(f"Command: `python -m torch_tpu.coverage {' '.join(sys.argv[1:])}`\n\n")
             f.write(summary + "\n\n" + details(results, columns) + "\n")
     return 1 if lowest_pass_rate(results, columns) < args.min_pass else 0

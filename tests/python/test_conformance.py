@@ -1,0 +1,87 @@
+"""Every installed CPU plugin against PyTorch's CPU, at the sizes and values
+where plugins go wrong (odd sizes past the vector widths, ±0, ±inf, NaN,
+denormals, large magnitudes): the self-check users run
+(`python -m torch_tpu.info --check`) and a slice of the conformance sweep
+(`python -m torch_tpu.coverage --reference`, docs/conformance.md), each on
+each plugin. The whole sweep runs whenever the plugin, its version or the
+default changes."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import run_coverage
+from torch_tpu import plugins
+
+CPU_PLUGINS = [p["name"] for p in plugins.installed("cpu")]
+
+
+def _env(plugin, **extra):
+    return dict(os.environ, TORCH_TPU_PJRT_PLUGIN=plugins.resolve(plugin), **extra)
+
+
+def _self_check(plugin, **extra):
+    return subprocess.run([sys.executable, "-m", "torch_tpu.info", "--check"],
+                          capture_output=True, text=True, env=_env(plugin, **extra), timeout=600)
+
+
+def test_both_cpu_plugins_are_installed():
+    import platform
+    want = {"xla-cpu-pjrt"} | ({"lammps-jax-pjrt-cpu"} if platform.machine() == "x86_64" else set())
+    assert want <= set(CPU_PLUGINS), CPU_PLUGINS
+
+
+@pytest.mark.parametrize("plugin", CPU_PLUGINS)
+def test_self_check_passes(plugin):
+    r = _self_check(plugin)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out
+    version = next(p["version"] for p in plugins.installed() if p["name"] == plugin)
+    assert f"self-check on {plugin} {version}" in out, out
+    assert "every probed op agrees with the CPU" in out, out
+
+
+@pytest.mark.skipif("lammps-jax-pjrt-cpu" not in CPU_PLUGINS,
+                    reason="lammps-jax-pjrt-cpu has a wheel for x86-64 only")
+def test_self_check_names_what_the_plugin_computes_wrong():
+    # Without its workaround, lammps-jax-pjrt-cpu 0.11.2's atan is wrong
+    # past ~63 elements: the probe must say so, naming the op and plugin.
+    r = _self_check("lammps-jax-pjrt-cpu", TORCH_TPU_PLUGIN_WORKAROUNDS="0")
+    out = r.stdout + r.stderr
+    assert r.returncode == 1, out
+    assert "disagree with the CPU on this plugin: atan" in out, out
+    assert "atan (float32, shape (1031,))" in out, out
+    assert "atan (float32, shape (7,))" not in out, out  # short tensors were always right
+
+
+# Elementwise ops whose kernels XLA vectorises, with PyTorch's reference
+# inputs (1029x917 and 812-element tensors; small, large and extremal
+# values; noncontiguous) and our special-values sample.
+SLICE = ["atan", "asin", "acos", "tan", "tanh", "sin", "cos", "exp", "expm1", "log", "log1p",
+         "sigmoid", "erf", "erfinv", "sqrt", "rsqrt", "reciprocal", "nn.functional.gelu",
+         "nn.functional.silu", "div", "remainder", "fmod", "pow", "atan2", "addr", "softmax"]
+
+
+@pytest.mark.parametrize("plugin", CPU_PLUGINS)
+def test_conformance_slice(tmp_path, plugin):
+    r, results = run_coverage(["--reference", "--plugin", plugin, "--ops", ",".join(SLICE),
+                               "--dtypes", "float32,bfloat16", "--no-backward"],
+                              tmp_path / "conformance.json", "op", timeout=1500)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"plugin: {plugin} " in r.stdout, r.stdout
+    assert len(results) >= len(SLICE), sorted(results)
+    bad = {(op, c): v for op, res in results.items() for c, v in res.items()
+           if v["status"] not in ("pass", "skip")}
+    assert not bad, bad
+    assert all(res["float32"]["status"] == "pass" for res in results.values()), results
+
+
+def test_plugin_names_resolve():
+    for p in plugins.installed():
+        assert plugins.resolve(p["name"]) == p["path"]
+        assert plugins.describe(p["path"]) == f"{p['name']} {p['version']}"
+    with pytest.raises(ValueError, match="no installed PJRT plugin package 'nope'"):
+        plugins.resolve("nope")
+    with pytest.raises(ValueError, match="does not exist"):
+        plugins.resolve("/nonexistent/libpjrt.so")
