@@ -133,9 +133,13 @@ PYBIND11_MODULE(_C, m) {
   m.def("_set_search_dirs", &set_search_dirs);
   m.def("_init", &ensure_initialized);
   m.def("_try_init", &try_initialize);
-  m.def("_is_initialized", &is_initialized);
+  m.def("_is_initialized", &device_in_use);
   m.def("_device_count", [] { return static_cast<int>(device_count()); });
-  m.def("_current_device", [] { return static_cast<int>(current_device()); });
+  m.def("_current_device", [] {
+    // As torch.cuda.current_device(): asking initializes the device.
+    if (try_initialize()) ensure_initialized();
+    return static_cast<int>(current_device());
+  });
   m.def("_set_device", [](int d) { set_current_device(static_cast<c10::DeviceIndex>(d)); });
   m.def("_synchronize", [](int d) {
     if (!is_initialized()) return;

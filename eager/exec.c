@@ -589,9 +589,46 @@ static tpr_status_t maybe_cut(uint64_t window) {
   return tpr_ok_status();
 }
 
+static tpr_status_t device_mismatch(const tpr_eager_call_t* call, const char* what,
+                                    int index, int device) {
+  return TPR_ERR(FAILED_PRECONDITION,
+                 "Expected all tensors to be on the same device, but got %s %d is on "
+                 "tpu:%d, different from the op's device tpu:%d",
+                 what, index, device, call->device);
+}
+
+// Every tensor an op reads or writes lives on the device it runs on: an
+// argument on another device would otherwise surface only when the program
+// runs (in fused mode, at a later sync point).
+static tpr_status_t check_devices(const tpr_eager_call_t* call) {
+  int ndev = tpr_client_device_count(tpr_eager_client());
+  if (call->device < 0 || call->device >= ndev)
+    return TPR_ERR(OUT_OF_RANGE, "tpu device index %d is out of range: %d device(s)",
+                   call->device, ndev);
+  for (int i = 0; i < call->num_args; i++) {
+    const tpr_eager_arg_t* ea = &call->args[i];
+    if (ea->arg.kind == TPR_ARG_TENSOR && !ea->arg.is_scalar) {
+      int d = ea->buffer   ? tpr_buffer_device(ea->buffer)
+              : ea->tensor ? ea->tensor->storage->device
+                           : call->device;
+      if (d != call->device) return device_mismatch(call, "argument", i, d);
+    } else if (ea->arg.kind == TPR_ARG_TENSOR_LIST) {
+      for (int k = 0; k < ea->arg.count; k++)
+        if (ea->tensors[k] && ea->tensors[k]->storage->device != call->device)
+          return device_mismatch(call, "list argument", i,
+                                 ea->tensors[k]->storage->device);
+    }
+  }
+  for (int i = 0; i < call->num_outs; i++)
+    if (call->out_targets[i] && call->out_targets[i]->storage->device != call->device)
+      return device_mismatch(call, "result", i, call->out_targets[i]->storage->device);
+  return tpr_ok_status();
+}
+
 static tpr_status_t run_locked(const tpr_eager_call_t* call) {
   if (!tpr_eager_client())
     return TPR_ERR(FAILED_PRECONDITION, "the tpu runtime is not initialized");
+  TPR_RETURN_IF_ERROR(check_devices(call));
   if (!graph) TPR_RETURN_IF_ERROR(tpr_graph_create(&graph));
   bool fused = fusing();
   // Ops recorded in fused mode still pending after a switch to strict or

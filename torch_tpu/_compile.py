@@ -66,10 +66,11 @@ def stats():
     # runs of collectives a graph was cut around (they run eagerly).
     # direct_graphs / direct_fallbacks: graphs lowered without AOTAutograd
     # / sent back to it (_compile_direct.py); direct_training_graphs: those
-    # of them with a backward (_compile_joint.py).
+    # of them with a backward (_compile_joint.py). multi_device_graphs:
+    # graphs over several tpu devices, run op by op.
     for k in ("graphs", "programs", "recompiles", "bucketed", "specializations",
               "cache_loads", "cache_stores", "collective_cuts", "direct_graphs",
-              "direct_training_graphs", "direct_fallbacks"):
+              "direct_training_graphs", "direct_fallbacks", "multi_device_graphs"):
         d.setdefault("compiled_" + k, 0)
     for k in ("seconds", "xla_seconds", "lower_seconds", "direct_trace_seconds"):
         d.setdefault("compiled_" + k, 0.0)
@@ -824,13 +825,64 @@ def tpu_backend(gm, example_inputs, **kwargs):
     _gc_pause.register()
     if kwargs.get("options"):
         raise TpuCompileError(f"backend 'tpu' takes no options, got {kwargs['options']}")
-    from . import _compile_collectives, _flex_attention
+    from . import _compile_collectives
 
     if _compile_collectives.has_collectives(gm):
         split, cuts = _compile_collectives.split_at_collectives(gm, tpu_backend)
         _count("collective_cuts", cuts)
         return split
+    devices, tpu_inputs = _tpu_devices(gm, example_inputs)
+    if len(devices) > 1:
+        # A program runs on one device: a graph moving tensors between tpu
+        # devices runs op by op, each op on its tensors' device.
+        _count("multi_device_graphs")
+        return gm.forward
     _count("graphs")
+    compiled = _tpu_backend_one_device(gm, example_inputs)
+    if devices and not tpu_inputs:
+        # A program runs on the device of its first tpu input; one without
+        # (factories only) runs where its values were traced.
+        return _on_device(compiled, devices.pop())
+    return compiled
+
+
+def _tpu_devices(gm, example_inputs):
+    """The tpu device indices of |gm|'s inputs and values, and whether any
+    input is a tpu tensor."""
+    from . import tpu
+
+    def indices(v):
+        for t in v if isinstance(v, (tuple, list)) else (v,):
+            if isinstance(t, torch.Tensor) and t.device.type == "tpu":
+                yield tpu.current_device() if t.device.index is None else t.device.index
+
+    inputs = set(indices(list(example_inputs)))
+    devices = set(inputs)
+    for node in gm.graph.nodes:
+        devices.update(indices(node.meta.get("val", node.meta.get("example_value"))))
+    return devices, bool(inputs)
+
+
+def _on_device(compiled, index):
+    """|compiled|, called with tpu:|index| as the current device."""
+    from . import tpu
+
+    if getattr(compiled, "_boxed_call", False):
+        def run(args):
+            with tpu.device(index):
+                return compiled(args)
+
+        run._boxed_call = True
+    else:
+        def run(*args, **kwargs):
+            with tpu.device(index):
+                return compiled(*args, **kwargs)
+    return run
+
+
+def _tpu_backend_one_device(gm, example_inputs):
+    from . import _flex_attention
+
     _flex_attention.inline_dense(gm)
     if any(_is_symbolic(x) for x in example_inputs):
         from ._compile_bucket import bucketed_backend, user_bounds

@@ -32,6 +32,11 @@ def is_available():
 
 
 def is_initialized():
+    """As torch.cuda.is_initialized(): True once the device is in use (a tpu
+    tensor, set_device, current_device, init()); is_available() and
+    device_count() start the runtime without initializing the device, so
+    DeviceMesh still gives each torchrun process the device of its
+    LOCAL_RANK."""
     return _C._is_initialized()
 
 

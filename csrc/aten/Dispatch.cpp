@@ -100,6 +100,8 @@ struct OpInfo {
   bool has_meta = false;  // only true is remembered: kernels may come later
   bool is_out_fn = false;
   bool batch_norm = false;        // writes_unmarked applies
+  bool foreach = false;           // aten::_foreach_*
+  bool per_tensor = false;        // a CompositeExplicitAutograd kernel (foreach's slow one)
   int indices = -1;               // the "indices" argument, if any
   std::vector<char> writes;       // per argument
   const ArgChecks* checks = nullptr;  // the CPU kernel's argument checks
@@ -123,6 +125,9 @@ const OpInfo& op_info(const c10::OperatorHandle& op) {
     info.name = ov.empty() ? base : base + "." + ov;
     info.has_rule = tpr_rule_find(info.name.c_str()) != nullptr;
     info.batch_norm = info.name == "aten::native_batch_norm";
+    info.foreach = info.name.compare(0, 15, "aten::_foreach_") == 0;
+    info.per_tensor = info.foreach &&
+                      op.hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutograd);
     auto pos = s.argumentIndexWithName("indices");
     info.indices = pos ? static_cast<int>(*pos) : -1;
     for (const auto& a : s.arguments()) {
@@ -265,13 +270,52 @@ class EagerSink : public TensorArgSink {
   c10::Device device_;
 };
 
-c10::Device find_device(const torch::jit::Stack& args) {
-  for (const auto& v : args) {
-    if (v.isTensor() && is_tpu(v.toTensor())) return v.toTensor().device();
-    if (v.isList()) {
-      for (const auto& e : v.toListRef())
-        if (e.isTensor() && is_tpu(e.toTensor())) return e.toTensor().device();
+// The device an op runs on: that of its tpu tensors, which must all be on
+// one device, as PyTorch requires (CPU scalars and the like move over);
+// with none, a tpu Device argument (tril_indices(..., device="tpu:1")),
+// else the current device. A foreach op whose lists span devices sets
+// |mixed| instead of failing: it runs per tensor, as on CUDA.
+c10::Device op_device(const c10::FunctionSchema& schema, const std::string& name,
+                      const c10::IValue* args, size_t nargs, bool foreach, bool* mixed) {
+  std::optional<c10::Device> found;
+  auto see = [&](const at::Tensor& t, size_t i, int64_t k) {
+    if (!is_tpu(t)) return;
+    if (!found) {
+      found = t.device();
+      return;
     }
+    if (t.device() == *found) return;
+    if (foreach) {
+      *mixed = true;
+      return;
+    }
+    std::string what = i < schema.arguments().size() ? schema.arguments()[i].name()
+                                                      : "argument " + std::to_string(i);
+    if (k >= 0) what += "[" + std::to_string(k) + "]";
+    TORCH_CHECK(false, "Expected all tensors to be on the same device, but got ", what,
+                " is on ", t.device(), ", different from other tensors on ", *found,
+                " (when checking argument in method ", name, ")");
+  };
+  std::optional<c10::Device> device_arg;
+  for (size_t i = 0; i < nargs; i++) {
+    const auto& v = args[i];
+    if (v.isTensor()) {
+      see(v.toTensor(), i, -1);
+    } else if (v.isList()) {
+      int64_t k = 0;
+      for (const auto& e : v.toListRef()) {
+        if (e.isTensor()) see(e.toTensor(), i, k);
+        k++;
+      }
+    } else if (v.isDevice() && v.toDevice().type() == kTpu && v.toDevice().has_index() &&
+               !device_arg) {
+      device_arg = v.toDevice();
+    }
+  }
+  if (found) return *found;
+  if (device_arg) {
+    check_device_index(device_arg->index(), name.c_str());
+    return *device_arg;
   }
   return c10::Device(kTpu, current_device());
 }
@@ -620,12 +664,11 @@ at::Tensor fresh_like_meta(const at::Tensor& m, c10::Device device) {
 // Runs an op that has a lowering rule. Returns false when it cannot
 // (no meta kernel), so the caller may fall back.
 bool run_native(const c10::OperatorHandle& op, torch::jit::Stack* stack,
-                const OpInfo& info) {
+                const OpInfo& info, c10::Device device) {
   const std::string& name = info.name;
   const auto& schema = op.schema();
   const size_t nargs = schema.arguments().size();
   torch::jit::Stack args(stack->end() - nargs, stack->end());
-  c10::Device device = find_device(args);
 
   // 1. Result metadata from PyTorch's meta kernel (which checks shapes and
   // dtypes before any check of the data, as the CPU kernels do).
@@ -820,12 +863,27 @@ void tpu_fallback(const c10::OperatorHandle& op, c10::DispatchKeySet,
                   torch::jit::Stack* stack) {
   const OpInfo& info = op_info(op);
   const std::string& name = info.name;
+  const auto& schema = op.schema();
+  const size_t nargs = schema.arguments().size();
+  bool mixed = false;
+  c10::Device device = op_device(schema, name, stack->data() + stack->size() - nargs, nargs,
+                                info.foreach, &mixed);
+  if (mixed) {
+    // A foreach op over tensors on several devices (FSDP2 copying shards
+    // into a buffer on another device): PyTorch's per-tensor kernel, each
+    // op on its own tensors' device, as CUDA's foreach kernels do.
+    TORCH_CHECK(info.per_tensor, name, ": its tensors are on several tpu devices, "
+                "and it has no per-tensor kernel to run them one device at a time");
+    op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CompositeExplicitAutograd),
+                       stack);
+    return;
+  }
   if (info.checks) run_arg_checks(*info.checks, op.schema(), name, *stack, /*resized=*/false);
   if (info.fill && fill_from_host(info, stack)) return;
   expand_bool_indices(op, info, stack);
   if (info.has_rule) {
     try {
-      if (run_native(op, stack, info)) return;
+      if (run_native(op, stack, info, device)) return;
     } catch (const std::exception& e) {
       // The meta kernel cannot say the result's shape (data-dependent
       // output, e.g. boolean-mask indexing): only running it can.

@@ -44,7 +44,10 @@ at::Tensor empty_strided_tpu(c10::IntArrayRef sizes, c10::IntArrayRef strides,
   checked_dtype(dtype, "empty_strided");
   // The allocator places storage on the current device.
   std::optional<c10::DeviceGuard> guard;
-  if (device.has_index() && device.index() != current_device()) guard.emplace(device);
+  if (device.has_index() && device.index() != current_device()) {
+    check_device_index(device.index(), "aten::empty_strided");
+    guard.emplace(device);
+  }
   return at::detail::empty_strided_generic(sizes, strides, tpu_allocator(), kTpuKeys, dtype);
 }
 
@@ -63,6 +66,8 @@ at::Tensor empty_memory_format(c10::IntArrayRef size,
               "pin_memory is for CPU tensors only");
   auto st = c10::dtype_or_default(dtype);
   checked_dtype(st, "empty");
+  if (dev.has_index() && dev.index() != current_device())
+    check_device_index(dev.index(), "aten::empty.memory_format");
   c10::DeviceGuard guard(dev);
   return at::detail::empty_generic(size, tpu_allocator(), kTpuKeys, st,
                                    memory_format);

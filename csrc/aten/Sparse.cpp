@@ -32,14 +32,52 @@
 #include <ATen/ops/sparse_resize_native.h>
 #include <ATen/ops/values_native.h>
 #include <ATen/ops/zero_native.h>
+#include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
+#include <optional>
 #include <sstream>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace torch_tpu {
 namespace {
+
+// PyTorch's generated wrappers around CUDA kernels make the op's device
+// current first (its device argument, else its first tensor's), so what a
+// kernel allocates lands beside its inputs. The device-generic kernels
+// registered below get the same wrapper: a SparseTensorImpl starts with
+// indices and values on the current device, and a sparse tensor on tpu:1
+// would otherwise be built on tpu:0.
+template <class T>
+void device_argument(c10::OptionalDeviceGuard& g, const T& a) {
+  if constexpr (std::is_same_v<std::decay_t<T>, std::optional<c10::Device>>) {
+    if (!g.current_device() && a && a->type() == c10::DeviceType::PrivateUse1 && a->has_index())
+      g.reset_device(*a);
+  }
+}
+
+template <class T>
+void tensor_argument(c10::OptionalDeviceGuard& g, const T& a) {
+  if constexpr (std::is_same_v<std::decay_t<T>, at::Tensor>) {
+    if (!g.current_device() && a.defined() && a.device().type() == c10::DeviceType::PrivateUse1)
+      g.reset_device(a.device());
+  }
+}
+
+template <auto F>
+struct OnItsDevice;
+template <class R, class... A, R (*F)(A...)>
+struct OnItsDevice<F> {
+  static R call(A... a) {
+    c10::OptionalDeviceGuard g;
+    (device_argument(g, a), ...);
+    (tensor_argument(g, a), ...);
+    return F(std::forward<A>(a)...);
+  }
+};
 
 std::string describe(const at::Tensor& t) {
   std::ostringstream s;
@@ -107,6 +145,7 @@ at::Tensor coalesce(const at::Tensor& self) {
 at::Tensor dense_to_sparse(const at::Tensor& self, int64_t sparse_dim) {
   TORCH_CHECK(sparse_dim > 0 || self.dim() == 0, "sparse_dim must be >0 if dimensionality > 0");
   TORCH_CHECK(sparse_dim <= self.dim(), "sparse_dim must be less than or equal to self.dim()");
+  c10::DeviceGuard guard(self.device());
   at::TensorOptions options = self.options().layout(c10::kSparse);
   if (self.dim() == 0) return at::native::dense_to_sparse(self, sparse_dim);
   at::Tensor rows = rows_of(self, sparse_dim);
@@ -191,48 +230,50 @@ at::Tensor no_compressed_sparse(const at::Tensor& t) {
 TORCH_LIBRARY_IMPL(aten, SparsePrivateUse1, m) {
   // Device-generic kernels PyTorch registers for the CPU and CUDA only.
   m.impl("_sparse_coo_tensor_with_dims_and_tensors",
-         at::native::new_with_dims_and_tensor_sparse_symint);
-  m.impl("empty.memory_format", at::native::empty_sparse_symint);
-  m.impl("_indices", at::native::_indices_sparse);
-  m.impl("_values", at::native::_values_sparse);
-  m.impl("indices", at::native::indices_sparse);
-  m.impl("values", at::native::values_sparse);
-  m.impl("_nnz", at::native::_nnz_sparse);
-  m.impl("sparse_dim", at::native::sparse_dim_sparse);
-  m.impl("dense_dim", at::native::dense_dim_sparse);
-  m.impl("_dimI", at::native::sparse_dim_sparse);
-  m.impl("_dimV", at::native::dense_dim_sparse);
-  m.impl("is_coalesced", at::native::is_coalesced_sparse);
-  m.impl("_coalesced_", at::native::_coalesced_sparse_);
-  m.impl("sparse_resize_", at::native::sparse_resize_);
-  m.impl("sparse_resize_and_clear_", at::native::sparse_resize_and_clear_);
-  m.impl("resize_as_sparse_", at::native::resize_as_sparse_);
-  m.impl("copy_sparse_to_sparse_", at::native::copy_sparse_);
-  m.impl("clone", at::native::clone_sparse);
-  m.impl("zero_", at::native::zero_sparse_);
-  m.impl("neg", at::native::neg_sparse);
-  m.impl("neg_", at::native::neg_sparse_);
-  m.impl("neg.out", at::native::neg_out_sparse);
-  m.impl("_to_dense", at::native::sparse_to_dense);
+         OnItsDevice<&at::native::new_with_dims_and_tensor_sparse_symint>::call);
+  m.impl("empty.memory_format", OnItsDevice<&at::native::empty_sparse_symint>::call);
+  m.impl("_indices", OnItsDevice<&at::native::_indices_sparse>::call);
+  m.impl("_values", OnItsDevice<&at::native::_values_sparse>::call);
+  m.impl("indices", OnItsDevice<&at::native::indices_sparse>::call);
+  m.impl("values", OnItsDevice<&at::native::values_sparse>::call);
+  m.impl("_nnz", OnItsDevice<&at::native::_nnz_sparse>::call);
+  m.impl("sparse_dim", OnItsDevice<&at::native::sparse_dim_sparse>::call);
+  m.impl("dense_dim", OnItsDevice<&at::native::dense_dim_sparse>::call);
+  m.impl("_dimI", OnItsDevice<&at::native::sparse_dim_sparse>::call);
+  m.impl("_dimV", OnItsDevice<&at::native::dense_dim_sparse>::call);
+  m.impl("is_coalesced", OnItsDevice<&at::native::is_coalesced_sparse>::call);
+  m.impl("_coalesced_", OnItsDevice<&at::native::_coalesced_sparse_>::call);
+  m.impl("sparse_resize_", OnItsDevice<&at::native::sparse_resize_>::call);
+  m.impl("sparse_resize_and_clear_", OnItsDevice<&at::native::sparse_resize_and_clear_>::call);
+  m.impl("resize_as_sparse_", OnItsDevice<&at::native::resize_as_sparse_>::call);
+  m.impl("copy_sparse_to_sparse_", OnItsDevice<&at::native::copy_sparse_>::call);
+  m.impl("clone", OnItsDevice<&at::native::clone_sparse>::call);
+  m.impl("zero_", OnItsDevice<&at::native::zero_sparse_>::call);
+  m.impl("neg", OnItsDevice<&at::native::neg_sparse>::call);
+  m.impl("neg_", OnItsDevice<&at::native::neg_sparse_>::call);
+  m.impl("neg.out", OnItsDevice<&at::native::neg_out_sparse>::call);
+  m.impl("_to_dense", OnItsDevice<&at::native::sparse_to_dense>::call);
   m.impl("_to_sparse.sparse_dim",
-         static_cast<at::Tensor (*)(const at::Tensor&, int64_t)>(at::native::sparse_coo_to_sparse));
-  m.impl("_to_sparse", static_cast<at::Tensor (*)(const at::Tensor&, std::optional<c10::Layout>,
-                                                  at::OptionalIntArrayRef,
-                                                  std::optional<int64_t>)>(
-                           at::native::sparse_coo_to_sparse));
-  m.impl("add.Tensor", at::native::add_sparse);
-  m.impl("add_.Tensor", at::native::add_sparse_);
+         OnItsDevice<static_cast<at::Tensor (*)(const at::Tensor&, int64_t)>(
+             at::native::sparse_coo_to_sparse)>::call);
+  m.impl("_to_sparse",
+         OnItsDevice<static_cast<at::Tensor (*)(const at::Tensor&, std::optional<c10::Layout>,
+                                                at::OptionalIntArrayRef, std::optional<int64_t>)>(
+             at::native::sparse_coo_to_sparse)>::call);
+  m.impl("add.Tensor", OnItsDevice<&at::native::add_sparse>::call);
+  m.impl("add_.Tensor", OnItsDevice<&at::native::add_sparse_>::call);
   // Written here, with dense tpu ops.
-  m.impl("_coalesce", coalesce);
-  m.impl("sparse_mask", sparse_mask);
-  m.impl("add.out", add_out);
+  m.impl("_coalesce", OnItsDevice<&coalesce>::call);
+  m.impl("sparse_mask", OnItsDevice<&sparse_mask>::call);
+  m.impl("add.out", OnItsDevice<&add_out>::call);
 }
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   // PyTorch's own kernel: sparse=True builds the COO gradient through
   // _embedding_bag_sparse_backward, dense goes on to the
   // _embedding_bag_dense_backward rule.
-  m.impl("_embedding_bag_backward", at::native::_embedding_bag_backward_symint);
+  m.impl("_embedding_bag_backward",
+         OnItsDevice<&at::native::_embedding_bag_backward_symint>::call);
   // Dense to COO (nonzero: a sync for the count, as on CUDA).
   m.impl("_to_sparse.sparse_dim", dense_to_sparse);
   m.impl("_to_sparse", [](const at::Tensor& t, std::optional<c10::Layout> layout,

@@ -100,15 +100,23 @@ void set_search_dirs(std::vector<std::string> dirs) {
   search_dirs = std::move(dirs);
 }
 
+namespace {
+std::atomic<bool> in_use{false};
+}  // namespace
+
 void ensure_initialized() {
-  if (tpr_eager_is_initialized()) return;
-  tpr_status_t s = init_runtime();
-  if (!tpr_status_is_ok(s)) {
-    std::string msg = tpr_status_message(s);
-    tpr_status_free(s);
-    TORCH_CHECK(false, "tpu device unavailable: ", msg);
+  if (!tpr_eager_is_initialized()) {
+    tpr_status_t s = init_runtime();
+    if (!tpr_status_is_ok(s)) {
+      std::string msg = tpr_status_message(s);
+      tpr_status_free(s);
+      TORCH_CHECK(false, "tpu device unavailable: ", msg);
+    }
   }
+  if (!in_use.load(std::memory_order_relaxed)) in_use.store(true, std::memory_order_relaxed);
 }
+
+bool device_in_use() { return in_use.load(std::memory_order_relaxed); }
 
 bool try_initialize() {
   if (tpr_eager_is_initialized()) return true;
@@ -124,11 +132,14 @@ c10::DeviceIndex device_count() noexcept {
       tpr_client_device_count(tpr_eager_client()));
 }
 
-void check_device_index(c10::DeviceIndex index) {
+void check_device_index(c10::DeviceIndex index, const char* op) {
   ensure_initialized();
   auto n = device_count();
-  TORCH_CHECK_INDEX(index >= 0 && index < n, "tpu device index ", (int)index,
-                    " is out of range: ", (int)n, " tpu device(s) available");
+  if (index >= 0 && index < n) return;
+  std::string have = n == 1 ? "only tpu:0" : "tpu:0 to tpu:" + std::to_string(n - 1);
+  TORCH_CHECK_INDEX(false, op ? op : "", op ? ": " : "", "tpu device index ", (int)index,
+                    " is out of range: torch.tpu.device_count() is ", (int)n, " (", have,
+                    ")");
 }
 
 c10::DeviceIndex checked_device_index(c10::DeviceIndex index) {

@@ -23,7 +23,12 @@ void set_search_dirs(std::vector<std::string> dirs);
 void ensure_initialized();
 // Like ensure_initialized, but returns false instead of throwing.
 bool try_initialize();
+// Whether the runtime is up (counting devices starts it too).
 bool is_initialized();
+// torch.tpu.is_initialized(), as torch.cuda's: whether the device has been
+// used (a tensor, set_device, init()), not merely counted; DeviceMesh sets
+// the device of LOCAL_RANK only while this is false.
+bool device_in_use();
 
 // Device out-of-memory errors raised so far (memory_stats' num_ooms).
 extern std::atomic<int64_t> oom_count;
@@ -33,7 +38,7 @@ c10::DeviceIndex device_count() noexcept;
 c10::DeviceIndex current_device();
 void set_current_device(c10::DeviceIndex index);
 // Throws for an index outside [0, device_count()).
-void check_device_index(c10::DeviceIndex index);
+void check_device_index(c10::DeviceIndex index, const char* op = nullptr);
 // The device a device argument from PyTorch names: -1 (no index) is the
 // current device; any other index must be in [0, device_count()), else it
 // raises as check_device_index does.

@@ -31,6 +31,10 @@ static tpr_status_t lower_mul(tpr_lower_ctx_t* c) {
   c->outs[0] = tpr_binary(c->graph, TPR_BINARY_MUL, c->args[0].value, c->args[1].value);
   return tpr_ok_status();
 }
+static tpr_status_t lower_identity_test(tpr_lower_ctx_t* c) {
+  c->outs[0] = c->args[0].value;
+  return tpr_ok_status();
+}
 // Emits nodes, then fails: the executor must roll them back.
 static tpr_status_t lower_fail_late(tpr_lower_ctx_t* c) {
   (void)tpr_unary(c->graph, TPR_UNARY_NEG, c->args[0].value);
@@ -386,5 +390,54 @@ TPR_TEST(eager_replays_keep_order_and_references) {
   tpr_storage_release(last);
   tpr_storage_release(x);
   tpr_storage_release(a);
+  CHECK_OK(tpr_eager_trim());
+}
+
+// Every tensor of a call lives on the device it runs on; a call naming a
+// device the client lacks is refused. Both before anything is recorded, in
+// strict and in fused mode.
+TPR_TEST(eager_call_on_another_device_is_refused) {
+  CHECK_OK(init_context());
+  float av[2] = {1, 2}, got[2];
+  tpr_storage_t *a, *y;
+  CHECK_OK(new_vec(av, 2, &a));
+  CHECK_OK(new_vec(NULL, 2, &y));
+  tpr_tensor_ref_t ra = vec_ref(a, 2), ry = vec_ref(y, 2);
+  for (int fused = 0; fused < 2; fused++) {
+    CHECK_OK(tpr_eager_set_fused(fused));
+    tpr_eager_stats_t before, after;
+    tpr_eager_get_stats(&before);
+    // A storage of another device (the client has one: only its device
+    // number says so), as an argument and as the result.
+    a->device = 1;
+    tpr_status_t s = binary(lower_add, &ra, &ra, &ry);
+    CHECK(tpr_status_code(s) == TPR_FAILED_PRECONDITION);
+    CHECK(strstr(tpr_status_message(s), "test::add") &&
+          strstr(tpr_status_message(s), "same device") &&
+          strstr(tpr_status_message(s), "tpu:1") && strstr(tpr_status_message(s), "tpu:0"));
+    tpr_status_free(s);
+    a->device = 0;
+    y->device = 1;
+    CHECK_STATUS(binary(lower_add, &ra, &ra, &ry), TPR_FAILED_PRECONDITION);
+    y->device = 0;
+    tpr_eager_get_stats(&after);
+    CHECK(after.ops == before.ops && after.pending_ops == before.pending_ops);
+    // A device number past the client's.
+    tpr_eager_arg_t args[1];
+    memset(args, 0, sizeof args);
+    args[0].arg.kind = TPR_ARG_TENSOR;
+    args[0].tensor = &ra;
+    tpr_type_t t = tpr_type_make(TPR_DTYPE_F32, 1, ry.sizes);
+    const tpr_tensor_ref_t* targets[1] = {&ry};
+    tpr_eager_call_t call = {"test::add", 5, args, 1, &t, 1, targets, lower_identity_test};
+    CHECK_STATUS(tpr_eager_run(&call), TPR_OUT_OF_RANGE);
+    // The same op on its own device runs.
+    CHECK_OK(binary(lower_add, &ra, &ra, &ry));
+    CHECK_OK(tpr_tensor_read_host(&ry, got, sizeof got));
+    CHECK(got[0] == 2 && got[1] == 4);
+  }
+  CHECK_OK(tpr_eager_set_fused(false));
+  tpr_storage_release(a);
+  tpr_storage_release(y);
   CHECK_OK(tpr_eager_trim());
 }

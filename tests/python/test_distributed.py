@@ -98,6 +98,30 @@ def test_device_model_under_torchrun(tmp_path, order):
         assert not v["metrics"].startswith("tpu_dist: 0 collectives"), v
 
 
+@pytest.mark.parametrize("variant", [("fp32", "prefetch", "sharded"),
+                                     ("bf16", "no-prefetch", "full")])
+def test_fsdp2_on_the_rank_device_as_pytorchs_example(tmp_path, variant):
+    """PyTorch's FSDP2 example's setup (tpu:LOCAL_RANK never made current,
+    the model built on meta and moved with to_empty): DeviceMesh makes
+    LOCAL_RANK current, the losses equal one process on the whole batch, and
+    a checkpoint (sharded DCP, or the example's full dicts broadcast from
+    rank 0) reloads in a new run that trains on to the same losses."""
+    folder = tmp_path / "checkpoint"
+    folder.mkdir()
+    for phase, steps in (("save", 3), ("load", 2)):
+        run = tmp_path / phase
+        run.mkdir()
+        rc, text, results = torchrun(run, "fsdp2_rank_device.py", phase, *variant, str(folder),
+                                     timeout=600)
+        assert_all_passed(rc, text, results, at_least=6)
+        for r, res in results.items():
+            v = res["values"]
+            assert v["initialized_before_mesh"] is False, v
+            assert v["current_device_after_mesh"] == r, v
+            assert len(v["losses"]) == steps, v
+        assert results[0]["values"]["losses"] == results[1]["values"]["losses"]
+
+
 @pytest.mark.parametrize("mode", ["strict", "fused"])
 def test_training_matches_one_process(tmp_path, mode):
     """DDP, FSDP2, DTensor, TP, 2-D FSDP x TP and distributed checkpoint on
