@@ -7,7 +7,8 @@ jax-cuda13-pjrt plugin installed (no network needed).
 
 1. build: compiles the C core and the C++ glue against the installed torch,
    in parallel, into torch_tpu/_C (no CMake, ninja or pip needed);
-2. info: plugin discovery and `python -m torch_tpu.info` with the plugin;
+2. info: plugin discovery and `python -m torch_tpu.info --check` with the
+   plugin (its self-check against PyTorch's CPU, docs/conformance.md);
 3. smoke: a few hundred op calls (elementwise, reductions, shapes, matmul,
    convolution, normalisation, attention, losses; float32 and bfloat16),
    each on torch CUDA and on tpu, compared with per-dtype tolerances;
@@ -350,9 +351,14 @@ def tpu_side(args):
     import torch_tpu  # noqa: F401 (registers the device)
 
     res = {}
-    info = subprocess.run([sys.executable, "-m", "torch_tpu.info"], capture_output=True,
-                          text=True, env=dict(os.environ))
+    # The plugin's self-check against PyTorch's CPU (docs/conformance.md):
+    # it names every probed op the plugin computes wrong.
+    info = subprocess.run([sys.executable, "-m", "torch_tpu.info", "--check"],
+                          capture_output=True, text=True, env=dict(os.environ))
     res["info"] = info.stdout + info.stderr[-2000:]
+    out = info.stdout.splitlines()
+    start = next((i for i, ln in enumerate(out) if ln.startswith("self-check")), len(out))
+    res["self_check"] = {"exit": info.returncode, "lines": out[start:]}
     results, errors = run_smoke("tpu")
     ref = torch.load(os.path.join(args.out, "reference.pt"))
     ok, bad = compare(results, ref)
@@ -389,6 +395,7 @@ def summary(report, args):
     if "failed" in ours:
         lines.append(f"torch_tpu side failed: {ours['failed']}\n{ours['stderr']}")
         return "\n".join(lines)
+    lines += ours.get("self_check", {}).get("lines", [])[:30]
     s = ours["smoke"]
     lines.append(f"smoke: {s['match']}/{s['cases']} match torch, {len(s['mismatch'])} differ, "
                  f"{len(s['errors'])} raised on tpu")

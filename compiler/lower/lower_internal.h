@@ -209,6 +209,9 @@ bool lw_broadcast_shape(const tpr_type_t* a, const tpr_type_t* b, tpr_type_t* ou
 tpr_value_t lw_trunc(tpr_graph_t* g, tpr_value_t x);
 // isnan(x) as bool.
 tpr_value_t lw_isnan(tpr_graph_t* g, tpr_value_t x);
+// x with denormals replaced by zeros of their sign (x * 0): XLA:CPU flushes
+// them in arithmetic but not in every test for zero or conversion.
+tpr_value_t lw_flush_denormal(tpr_graph_t* g, tpr_value_t x);
 
 //===--- random -----------------------------------------------------------===//
 

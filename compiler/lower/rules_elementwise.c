@@ -1,8 +1,6 @@
 // Elementwise rules: arithmetic, math functions, comparisons, logic, where,
 // clamp. Inputs broadcast to the out shape; floats compute in PyTorch's
 // opmath dtype (f32 for f16/bf16) and round once into the out dtype.
-#include <float.h>
-
 #include "compiler/lower/lower_internal.h"
 
 #define G (ctx->graph)
@@ -363,15 +361,6 @@ static tpr_status_t lower_bitwise_xor(lw_ctx_t* ctx) {
   return binary_exact(ctx, TPR_BINARY_XOR);
 }
 
-// Denormals as zeros of their sign: XLA:CPU flushes them in arithmetic but
-// not in every test for zero.
-static tpr_value_t flush_denormal(tpr_graph_t* g, tpr_value_t x) {
-  const tpr_type_t* t = tpr_value_type(g, x);
-  double smallest_normal = t->dtype == TPR_DTYPE_F64 ? DBL_MIN : FLT_MIN;
-  tpr_value_t small = lw_cmpk(g, TPR_CMP_LT, lw_un(g, TPR_UNARY_ABS, x), smallest_normal);
-  return lw_sel(g, small, lw_mul(g, x, lw_k(g, x, 0)), x);
-}
-
 static tpr_status_t lower_atan2(lw_ctx_t* ctx) {
   if (is_complex_out(ctx)) return no_complex(ctx);
   tpr_dtype_t cd = lw_opmath(OUT->dtype);
@@ -380,8 +369,8 @@ static tpr_status_t lower_atan2(lw_ctx_t* ctx) {
   // atan2 of two denormals (it should be atan2 of the flushed zeros: ±0 or
   // ±pi); flushing them first gives IEEE's zero cases.
   if (tpr_plugin_workarounds()) {
-    a = flush_denormal(G, a);
-    b = flush_denormal(G, b);
+    a = lw_flush_denormal(G, a);
+    b = lw_flush_denormal(G, b);
   }
   return lw_ret(ctx, tpr_binary(G, TPR_BINARY_ATAN2, a, b));
 }

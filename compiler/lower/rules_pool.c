@@ -238,6 +238,15 @@ static void aa_row(double* row, int64_t o, int64_t in, double sc, bool wide,
   for (int64_t j = 0; j < n; j++) row[xmin + j] = total != 0 ? rnd(w[j] / total, wide) : w[j];
 }
 
+// scale * (o + 0.5) - 0.5, rounded once: PyTorch's CPU kernels (built for
+// AVX2 and AVX-512, with FMA) and CUDA's contract it into a fused
+// multiply-add, and rounding the product first puts some source
+// coordinates an ulp away (255.69446 instead of 255.69444 for output row 200
+// of 345 -> 270 rows: 2.6e-4 off on pixels 9 apart).
+static float centered_source(float sc, int64_t o) {
+  return fmaf(sc, (float)o + 0.5f, -0.5f);
+}
+
 static bool up_map(scratch_t* s, dimmap_t* dm, int mode, bool align,
                    double given, int64_t in, int64_t out, bool wide) {
   bool sel = mode == UP_NEAREST || mode == UP_NEAREST_EXACT;
@@ -258,7 +267,7 @@ static bool up_map(scratch_t* s, dimmap_t* dm, int mode, bool align,
                    : given > 0 ? 1.0 / given : (double)in / (double)out;
       aa_row(row, o, in, dsc, wide, mode == UP_CUBIC_AA);
     } else if (mode == UP_LINEAR) {
-      float src = align ? sc * (float)o : sc * ((float)o + 0.5f) - 0.5f;
+      float src = align ? sc * (float)o : centered_source(sc, o);
       if (!align && src < 0) src = 0;
       int64_t i0 = (int64_t)src;
       int64_t i1 = i0 + (i0 < in - 1 ? 1 : 0);
@@ -266,7 +275,7 @@ static bool up_map(scratch_t* s, dimmap_t* dm, int mode, bool align,
       row[i0] += l0;
       row[i1] += l1;
     } else {  // bicubic, A = -0.75, border indices clamped
-      float src = align ? sc * (float)o : sc * ((float)o + 0.5f) - 0.5f;
+      float src = align ? sc * (float)o : centered_source(sc, o);
       int64_t i = (int64_t)floorf(src);
       double t = (double)(src - (float)i), a = -0.75;
       double w[4] = {cubic2(t + 1, a), cubic1(t, a), cubic1(1 - t, a),

@@ -103,26 +103,31 @@ static tpr_status_t lower_multinomial(lw_ctx_t* ctx) {
 //===--- sequences ---------------------------------------------------------===//
 
 // out[i] = start + i*step for the first half, end - (steps-1-i)*step for the
-// second (PyTorch's symmetric formula), step = (end - start)/(steps - 1).
-// Computed in double for integer outs, else in the out dtype itself (the CPU
-// kernel rounds every bf16/f16 operation).
-static tpr_value_t lin(lw_ctx_t* ctx, tpr_dtype_t acc) {
-  tpr_graph_t* g = G;
-  int64_t steps = OUT->dims[0];
-  tpr_type_t shape = *OUT;
-  shape.dtype = acc;
-  tpr_value_t i = tpr_iota(g, shape, 0);
-  tpr_value_t a = lw_in(ctx, 0, acc, &shape), b = lw_in(ctx, 1, acc, &shape);
-  if (steps == 1) return a;
+// second (PyTorch's symmetric formula), step = diff/(steps - 1), diff being
+// end - start as the caller rounds it.
+static tpr_value_t ramp(tpr_graph_t* g, tpr_value_t a, tpr_value_t b, tpr_value_t diff,
+                        const tpr_type_t* shape, int64_t steps) {
+  tpr_value_t i = tpr_iota(g, *shape, 0);
   // steps - 1 + 0*i, one element per step: a divisor XLA can see neither as
   // a constant nor as a broadcast scalar, so it divides instead of
   // multiplying by a rounded reciprocal (PyTorch divides; newer XLAs take
   // the reciprocal of a broadcast divisor).
   tpr_value_t d = lw_add(g, lw_k(g, i, (double)(steps - 1)), lw_mul(g, i, lw_k(g, i, 0)));
-  tpr_value_t step = lw_div(g, lw_sub(g, b, a), d);
+  tpr_value_t step = lw_div(g, diff, d);
   tpr_value_t lo = lw_add(g, a, lw_mul(g, i, step));
   tpr_value_t hi = lw_sub(g, b, lw_mul(g, lw_sub(g, lw_k(g, i, (double)(steps - 1)), i), step));
   return lw_sel(g, lw_cmpk(g, TPR_CMP_LT, i, (double)(steps / 2)), lo, hi);
+}
+
+// linspace's values: in double for integer outs, else in the out dtype
+// itself (the CPU kernel rounds every bf16/f16 operation).
+static tpr_value_t lin(lw_ctx_t* ctx, tpr_dtype_t acc) {
+  int64_t steps = OUT->dims[0];
+  tpr_type_t shape = *OUT;
+  shape.dtype = acc;
+  tpr_value_t a = lw_in(ctx, 0, acc, &shape), b = lw_in(ctx, 1, acc, &shape);
+  if (steps == 1) return a;
+  return ramp(G, a, b, lw_sub(G, b, a), &shape, steps);
 }
 
 static tpr_dtype_t seq_acc(tpr_dtype_t od) {
@@ -148,12 +153,30 @@ static tpr_status_t lower_linspace(lw_ctx_t* ctx) {
   return lw_ret(ctx, v);
 }
 
+// logspace's exponents as PyTorch's CPU kernel computes them: start, end
+// and their difference in the out dtype, then the step, each exponent (the
+// same symmetric formula as lin) and the power in double. (In the out dtype
+// throughout, bfloat16 results were up to 5 ulp off.) The barrier keeps XLA
+// from dropping the difference's rounding as excess precision.
+static tpr_value_t log_exponents(lw_ctx_t* ctx) {
+  tpr_graph_t* g = G;
+  int64_t steps = OUT->dims[0];
+  tpr_type_t shape = *OUT;
+  shape.dtype = TPR_DTYPE_F64;
+  // One step is base ** start, start not rounded to the out dtype.
+  if (steps == 1) return lw_in(ctx, 0, TPR_DTYPE_F64, &shape);
+  tpr_value_t a = lw_in(ctx, 0, OUT->dtype, OUT), b = lw_in(ctx, 1, OUT->dtype, OUT);
+  tpr_value_t diff = lw_cast(g, tpr_optimization_barrier(g, lw_sub(g, b, a)), TPR_DTYPE_F64);
+  a = lw_cast(g, a, TPR_DTYPE_F64);
+  b = lw_cast(g, b, TPR_DTYPE_F64);
+  return ramp(g, a, b, diff, &shape, steps);
+}
+
 // logspace(start, end, steps, base=10, ...): base ** linspace.
 static tpr_status_t lower_logspace(lw_ctx_t* ctx) {
   TPR_RETURN_IF_ERROR(seq_check(ctx));
   if (OUT->dims[0] == 0) return lw_ret(ctx, lw_full(G, 0, OUT->dtype, OUT));
-  tpr_dtype_t acc = seq_acc(OUT->dtype);
-  tpr_value_t e = lin(ctx, acc);
+  tpr_value_t e = log_exponents(ctx);
   tpr_value_t v = tpr_binary(G, TPR_BINARY_POW, lw_k(G, e, lw_double(ctx, 3, 10.0)), e);
   if (lw_is_int(OUT->dtype)) v = lw_trunc(G, v);
   return lw_ret(ctx, v);

@@ -73,7 +73,11 @@ static tpr_status_t lower_frexp(lw_ctx_t* ctx) {
   TPR_RETURN_IF_ERROR(need_float(ctx, OUT->dtype));
   if (ctx->num_outs != 2)
     return lw_fail(ctx, TPR_INVALID_ARGUMENT, "needs mantissa and exponent");
-  tpr_value_t x = lw_in(ctx, 0, TPR_DTYPE_F64, OUT);
+  // Denormals of the input's own dtype are flushed first, as the device's
+  // arithmetic flushes them (a f32 denormal is a normal f64: its exponent
+  // came out of a log of the flushed zero).
+  tpr_value_t x = lw_cast(G, lw_flush_denormal(G, lw_in(ctx, 0, OUT->dtype, OUT)),
+                          TPR_DTYPE_F64);
   tpr_value_t ax = lw_un(G, TPR_UNARY_ABS, x);
   tpr_value_t special = tpr_binary(
       G, TPR_BINARY_OR, lw_cmpk(G, TPR_CMP_EQ, x, 0),

@@ -73,8 +73,19 @@ class TestTpuOps(NativeOnly):
             for g in got_flat:
                 if isinstance(g, torch.Tensor):
                     self.assertEqual(g.device.type, "tpu")
-            self.assertEqual([_on_cpu(g) for g in got_flat], op_harness._flatten(want, []),
-                             exact_device=False)
+            try:
+                self.assertEqual([_on_cpu(g) for g in got_flat], op_harness._flatten(want, []),
+                                 exact_device=False)
+            except AssertionError:
+                # Sums whose terms cancel (a 10-term dot product of values
+                # near 100 that ends near 0) differ by an ulp of the terms,
+                # and the CPU's own order depends on the processor's BLAS
+                # kernel: tpu passes when it is as close to a float64 result
+                # as the CPU is (the op harness's rule).
+                up = op_harness._upcast(sample)
+                ref = op(up.input, *up.args, **up.kwargs)
+                if not op_harness._as_accurate_as_cpu(got, want, ref, "float32"):
+                    raise
 
     @ops(ERROR_OPS, dtypes=(torch.float32,))
     def test_error_inputs_raise_like_cpu(self, device, dtype, op):

@@ -299,6 +299,7 @@ def main(argv=None):
     if args.markdown:
         with open(args.markdown, "w") as f:
             f.write("# Error inputs: PyTorch OpInfo ErrorInputs on tpu vs CPU\n\n")
+            f.write(f"Plugin: {ops.plugin_in_use()}.\n\n")
             f.write(f"Command: `python -m torch_tpu.coverage --errors {' '.join(argv or [])}`\n\n")
             import torch
             f.write(f"torch {torch.__version__}; CPU fallback off (`TORCH_TPU_FALLBACK=0`); the "

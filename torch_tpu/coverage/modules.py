@@ -74,8 +74,8 @@ import sys
 import time
 
 from .ops import (TOLERANCES, _classify_exception, _compare, _flatten, add_common_arguments,
-                  details, drive_workers, load_testing_db, lowest_pass_rate, section_worker,
-                  summary_table)
+                  details, drive_workers, load_testing_db, lowest_pass_rate, plugin_in_use,
+                  section_worker, summary_table)
 
 # The CI slice: the common layer families, recurrent cells included.
 FAST_MODULES = [
@@ -597,6 +597,7 @@ def main(argv=None):
         import torch
         with open(args.markdown, "w") as f:
             f.write("# Module coverage: PyTorch ModuleInfo samples on tpu vs CPU\n\n")
+            f.write(f"Plugin: {plugin_in_use()}.\n\n")
             f.write(f"Command: `python -m torch_tpu.coverage --modules {' '.join(argv or sys.argv[2:])}` "
                     f"({', '.join(args.dtypes)}; training and evaluation; "
                     f"{'all' if not args.samples else f'up to {args.samples}'} samples per module, "

@@ -39,7 +39,7 @@ import os
 import sys
 import time
 
-from .ops import _classify_exception, _compare
+from .ops import _classify_exception, _compare, plugin_in_use
 
 STEPS = 5
 FAST_NAMES = ["SGD", "Adam", "AdamW", "Adagrad", "RMSprop", "LBFGS", "SparseAdam"]
@@ -404,6 +404,7 @@ def main(argv=None):
     if args.markdown:
         with open(args.markdown, "w") as f:
             f.write("# Optimizer coverage: PyTorch's optim_db on tpu vs CPU\n\n")
+            f.write(f"Plugin: {plugin_in_use()}.\n\n")
             f.write(f"Command: `python -m torch_tpu.coverage --optims "
                     f"{' '.join(sys.argv[1:] if argv is None else argv)}`\n\n")
             f.write(summary + "\n\n" + details(results) + "\n")
