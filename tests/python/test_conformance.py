@@ -74,7 +74,9 @@ def test_conformance_slice(tmp_path, plugin):
     bad = {(op, c): v for op, res in results.items() for c, v in res.items()
            if v["status"] not in ("pass", "skip")}
     assert not bad, bad
-    assert all(res["float32"]["status"] == "pass" for res in results.values()), results
+    # (variants the CPU runs in other dtypes only, such as silu.complex, skip)
+    assert all(res["float32"]["status"] == "pass" for name, res in results.items()
+               if name in SLICE), results
 
 
 def test_plugin_names_resolve():
