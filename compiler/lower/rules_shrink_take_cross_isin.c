@@ -38,13 +38,15 @@ static tpr_status_t lower_hardshrink(lw_ctx_t* ctx) {
   return lw_ret(ctx, lw_sel(G, in_band(ctx, x, 1), lw_k(G, x, 0), x));
 }
 
-// softshrink(self, lambd): x - lambd above, x + lambd below, 0 inside.
+// softshrink(self, lambd): x - lambd above, x + lambd below, x * 0 inside
+// (as PyTorch's kernel: NaN stays NaN, and the band keeps x's sign of zero).
 static tpr_status_t lower_softshrink(lw_ctx_t* ctx) {
   tpr_dtype_t cd;
   TPR_RETURN_IF_ERROR(need_float(ctx, &cd));
   tpr_value_t x = lw_in(ctx, 0, cd, OUT);
   tpr_value_t l = sarg(ctx, 1, x, 0.5);
-  tpr_value_t r = lw_sel(G, lw_cmp(G, TPR_CMP_GT, x, l), lw_sub(G, x, l), lw_k(G, x, 0));
+  tpr_value_t r = lw_sel(G, lw_cmp(G, TPR_CMP_GT, x, l), lw_sub(G, x, l),
+                         lw_mul(G, x, lw_k(G, x, 0)));
   tpr_value_t below = lw_cmp(G, TPR_CMP_LT, x, lw_un(G, TPR_UNARY_NEG, l));
   return lw_ret(ctx, lw_sel(G, below, lw_add(G, x, l), r));
 }
