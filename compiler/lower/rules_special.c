@@ -308,6 +308,18 @@ static tpr_status_t lower_i1e(lw_ctx_t* ctx) { return bessel_i(ctx, 3); }
 // Arguments below 1 - kZetaShift give NaN rather than a wrong value.
 enum { kZetaShift = 48 };
 
+// PyTorch's kernel (Cephes) in the order it decides: s < 1 is NaN, s = 1
+// and the poles of q (non-positive integers, -inf included) +inf. chlo.zeta
+// and the shifted sum gave NaN at the poles, so polygamma(2, -inf) was NaN,
+// not the CPU's -inf.
+static tpr_value_t zeta_domain(tpr_graph_t* g, tpr_value_t s, tpr_value_t q, tpr_value_t r) {
+  tpr_value_t pole = tpr_binary(g, TPR_BINARY_AND, lw_cmpk(g, TPR_CMP_LE, q, 0),
+                                lw_cmp(g, TPR_CMP_EQ, q, lw_un(g, TPR_UNARY_FLOOR, q)));
+  pole = tpr_binary(g, TPR_BINARY_OR, pole, lw_cmpk(g, TPR_CMP_EQ, s, 1));
+  r = lw_sel(g, pole, lw_k(g, q, INFINITY), r);
+  return lw_sel(g, lw_cmpk(g, TPR_CMP_LT, s, 1), lw_k(g, q, NAN), r);
+}
+
 static tpr_value_t zeta_any_q(tpr_graph_t* g, tpr_value_t s, tpr_value_t q) {
   tpr_value_t m = lw_max(g, lw_un(g, TPR_UNARY_CEIL, lw_sub(g, lw_k(g, q, 1), q)),
                          lw_k(g, q, 0));
@@ -318,7 +330,8 @@ static tpr_value_t zeta_any_q(tpr_graph_t* g, tpr_value_t s, tpr_value_t q) {
     sum = lw_add(g, sum, lw_sel(g, lw_cmpk(g, TPR_CMP_GT, m, k), t, lw_k(g, t, 0)));
   }
   tpr_value_t r = lw_add(g, sum, tpr_binary(g, TPR_BINARY_ZETA, s, lw_add(g, q, m)));
-  return lw_sel(g, lw_cmpk(g, TPR_CMP_GT, m, kZetaShift), lw_k(g, q, NAN), r);
+  r = lw_sel(g, lw_cmpk(g, TPR_CMP_GT, m, kZetaShift), lw_k(g, q, NAN), r);
+  return zeta_domain(g, s, q, r);
 }
 
 // trigamma as PyTorch's CPU kernel: reflection below 1/2, six recurrence
@@ -358,12 +371,13 @@ static tpr_status_t lower_polygamma(lw_ctx_t* ctx) {
   return lw_ret(ctx, lw_mul(G, z, lw_k(G, x, f)));
 }
 
-// special_zeta(self, other): Hurwitz zeta(x, q).
+// special_zeta(self, other): Hurwitz zeta(x, q), negative q shifted as for
+// polygamma (chlo.zeta alone gave NaN there).
 static tpr_status_t lower_zeta(lw_ctx_t* ctx) {
   tpr_dtype_t cd = lw_opmath(OUT->dtype);
   TPR_RETURN_IF_ERROR(need_float(ctx, cd));
   tpr_value_t x = lw_in(ctx, 0, cd, OUT), q = lw_in(ctx, 1, cd, OUT);
-  return lw_ret(ctx, tpr_binary(G, TPR_BINARY_ZETA, x, q));
+  return lw_ret(ctx, zeta_any_q(G, x, q));
 }
 
 // ndtri(p): the standard normal quantile, sqrt(2) erfinv(2p - 1).
