@@ -355,10 +355,10 @@ tpr_value_t lw_isnan(tpr_graph_t* g, tpr_value_t x) {
 
 tpr_value_t lw_flush_denormal(tpr_graph_t* g, tpr_value_t x) {
   const tpr_type_t* t = tpr_value_type(g, x);
-  if (!t) return x;
-  double smallest_normal = t->dtype == TPR_DTYPE_F64   ? DBL_MIN
-                           : t->dtype == TPR_DTYPE_F16 ? 6.103515625e-05
-                                                       : FLT_MIN;
+  // float16 computes in float32, where its denormals are normal numbers:
+  // the device keeps them.
+  if (!t || t->dtype == TPR_DTYPE_F16) return x;
+  double smallest_normal = t->dtype == TPR_DTYPE_F64 ? DBL_MIN : FLT_MIN;
   tpr_value_t small = lw_cmpk(g, TPR_CMP_LT, lw_un(g, TPR_UNARY_ABS, x), smallest_normal);
   return lw_sel(g, small, lw_mul(g, x, lw_k(g, x, 0)), x);
 }

@@ -210,7 +210,8 @@ tpr_value_t lw_trunc(tpr_graph_t* g, tpr_value_t x);
 // isnan(x) as bool.
 tpr_value_t lw_isnan(tpr_graph_t* g, tpr_value_t x);
 // x with denormals replaced by zeros of their sign (x * 0): XLA:CPU flushes
-// them in arithmetic but not in every test for zero or conversion.
+// them in arithmetic but not in every test for zero or conversion. float16
+// is returned as it is (its denormals are float32 normals when computed).
 tpr_value_t lw_flush_denormal(tpr_graph_t* g, tpr_value_t x);
 
 //===--- random -----------------------------------------------------------===//
