@@ -188,14 +188,16 @@ def _close(got, want, ref, dtype):
             f"CPU {w[i].item():.6g}, float64 {r[i].item():.6g})")
 
 
-def flush_denormals(t, like=torch.float32):
-    """|t| with values below |like|'s smallest normal replaced by zeros of
-    their sign: what XLA:CPU does to every input and result (it runs with
-    denormals flushed, as TPUs do; PyTorch's CPU keeps them unless
-    torch.set_flush_denormal(True)), so the CPU side can compute the same."""
-    if not isinstance(t, torch.Tensor) or not t.is_floating_point():
+def flush_denormals(t):
+    """|t| with denormals replaced by zeros of their sign: what XLA:CPU does
+    to every input and result (it runs with denormals flushed, as TPUs do;
+    PyTorch's CPU keeps them unless torch.set_flush_denormal(True)), so the
+    CPU side can compute the same. bfloat16 computes in float32, whose
+    denormals it shares; float16 computes in float32 too, where its own
+    denormals are normal numbers, so it is left alone."""
+    if not isinstance(t, torch.Tensor) or not t.is_floating_point() or t.dtype == torch.float16:
         return t
-    tiny = torch.finfo(like).tiny
+    tiny = torch.finfo(torch.float64 if t.dtype == torch.float64 else torch.float32).tiny
     return torch.where((t.abs() < tiny) & (t != 0), torch.zeros_like(t).copysign(t), t)
 
 
