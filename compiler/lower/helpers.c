@@ -353,6 +353,28 @@ tpr_value_t lw_isnan(tpr_graph_t* g, tpr_value_t x) {
   return lw_cmp(g, TPR_CMP_NE, x, x);
 }
 
+tpr_value_t lw_digamma(tpr_graph_t* g, tpr_value_t x) {
+  tpr_value_t zero = lw_cmpk(g, TPR_CMP_EQ, x, 0);
+  return lw_sel(g, zero, lw_div(g, lw_k(g, x, -1), x), lw_un(g, TPR_UNARY_DIGAMMA, x));
+}
+
+tpr_value_t lw_polevl(tpr_graph_t* g, tpr_value_t x, const double* c, int n) {
+  tpr_value_t r = lw_k(g, x, c[0]);
+  for (int i = 1; i < n; i++) r = lw_add(g, lw_mul(g, r, x), lw_k(g, x, c[i]));
+  return r;
+}
+
+tpr_value_t lw_opaque(tpr_graph_t* g, tpr_value_t v) {
+  const tpr_type_t* t = tpr_value_type(g, v);
+  if (!t || t->rank == 0 || !tpr_dtype_is_float(t->dtype) || !tpr_plugin_workarounds()) return v;
+  tpr_value_t i = tpr_iota(g, *t, 0);
+  return lw_sub(g, v, lw_mul(g, i, lw_k(g, i, 0)));
+}
+
+tpr_value_t lw_div_exact(tpr_graph_t* g, tpr_value_t a, double c) {
+  return lw_div(g, a, lw_opaque(g, lw_k(g, a, c)));
+}
+
 tpr_value_t lw_flush_denormal(tpr_graph_t* g, tpr_value_t x) {
   const tpr_type_t* t = tpr_value_type(g, x);
   // float16 computes in float32, where its denormals are normal numbers:

@@ -214,6 +214,22 @@ tpr_value_t lw_isnan(tpr_graph_t* g, tpr_value_t x);
 // is returned as it is (its denormals are float32 normals when computed).
 tpr_value_t lw_flush_denormal(tpr_graph_t* g, tpr_value_t x);
 
+// digamma with PyTorch's signed poles at zero: digamma(+-0) = -+inf
+// (-1/x). The plugins' digamma gave NaN at +0 (xla-cpu-pjrt 0.0.1) and
+// -inf at -0 (lammps-jax-pjrt-cpu 0.11.2).
+tpr_value_t lw_digamma(tpr_graph_t* g, tpr_value_t x);
+// c[0] x^(n-1) + ... + c[n-1] (Horner; Cephes' polevl).
+tpr_value_t lw_polevl(tpr_graph_t* g, tpr_value_t x, const double* c, int n);
+// v - 0*iota: the same values (x - 0 keeps -0), but no longer a constant or
+// a broadcast. lammps-jax-pjrt-cpu 0.11.2 (and newer XLAs) turn a division
+// by a constant or broadcast divisor into a multiplication by its rounded
+// reciprocal, one ulp off where PyTorch divides (trunc division 14 for 15;
+// airy_ai's phase at x = -501). Unchanged for rank 0, non-float types and
+// with TORCH_TPU_PLUGIN_WORKAROUNDS=0.
+tpr_value_t lw_opaque(tpr_graph_t* g, tpr_value_t v);
+// a / c, divided as PyTorch divides (see lw_opaque).
+tpr_value_t lw_div_exact(tpr_graph_t* g, tpr_value_t a, double c);
+
 //===--- random -----------------------------------------------------------===//
 
 // Uniform floats in [0, 1) shaped like |shape| from the generator |state|,

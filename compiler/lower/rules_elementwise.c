@@ -50,7 +50,6 @@ UNARY_FLOAT(erf, TPR_UNARY_ERF)
 UNARY_FLOAT(erfc, TPR_UNARY_ERFC)
 UNARY_FLOAT(erfinv, TPR_UNARY_ERF_INV)
 UNARY_FLOAT(lgamma, TPR_UNARY_LGAMMA)
-UNARY_FLOAT(digamma, TPR_UNARY_DIGAMMA)
 UNARY_FLOAT(asin, TPR_UNARY_ASIN)
 UNARY_FLOAT(acos, TPR_UNARY_ACOS)
 UNARY_FLOAT(atan, TPR_UNARY_ATAN)
@@ -59,6 +58,14 @@ UNARY_FLOAT(cosh, TPR_UNARY_COSH)
 UNARY_FLOAT(asinh, TPR_UNARY_ASINH)
 UNARY_FLOAT(acosh, TPR_UNARY_ACOSH)
 UNARY_FLOAT(atanh, TPR_UNARY_ATANH)
+
+static tpr_status_t lower_digamma(lw_ctx_t* ctx) {
+  if (is_complex_out(ctx)) return no_complex(ctx);
+  tpr_dtype_t cd = lw_opmath(OUT->dtype);
+  if (!tpr_dtype_is_float(cd))
+    return lw_fail(ctx, TPR_INVALID_ARGUMENT, "needs a floating out type");
+  return lw_ret(ctx, lw_digamma(G, lw_in(ctx, 0, cd, OUT)));
+}
 
 static tpr_status_t lower_reciprocal(lw_ctx_t* ctx) {
   if (is_complex_out(ctx)) return no_complex(ctx);
@@ -206,23 +213,14 @@ tpr_status_t lw_rule_mul(lw_ctx_t* ctx) {
   return lw_ret(ctx, lw_mul(G, a, b));
 }
 
-// Input |i| as a divisor of the out shape. lammps-jax-pjrt-cpu 0.11.2
-// (XLA:CPU, PJRT 0.115) turns a division by a broadcast value into a
-// multiplication by its rounded reciprocal: 1 ulp off where PyTorch
-// divides, so trunc/floor division and remainders came out one off
-// (div(8.375, 0.5586) truncated to 14, not 15). A broadcast divisor minus
-// 0 * iota is the same value (x - 0 keeps -0) but no longer a broadcast.
+// Input |i| as a divisor of the out shape; a broadcast one is made opaque
+// (lw_opaque), or trunc/floor division and remainders came out one off on
+// lammps-jax-pjrt-cpu 0.11.2 (div(8.375, 0.5586) truncated to 14, not 15).
 static tpr_value_t divisor(lw_ctx_t* ctx, int i, tpr_dtype_t cd) {
   tpr_value_t b = lw_in(ctx, i, cd, OUT);
   const tpr_type_t* t = lw_arg_type(ctx, i);
   bool broadcast = !t || !lw_is_tensor(ctx, i) || tpr_type_numel(t) < tpr_type_numel(OUT);
-  if (!broadcast || !tpr_dtype_is_float(cd) || OUT->rank == 0 ||
-      !tpr_plugin_workarounds())
-    return b;
-  tpr_type_t shape = *OUT;
-  shape.dtype = cd;
-  tpr_value_t i0 = tpr_iota(G, shape, 0);
-  return lw_sub(G, b, lw_mul(G, i0, lw_k(G, i0, 0)));
+  return broadcast ? lw_opaque(G, b) : b;
 }
 
 // PyTorch's div_floor for floats (c10/util/generic_math.h).

@@ -2,8 +2,8 @@
 // shifted_chebyshev_polynomial_t/u/v/w, hermite_polynomial_h/he,
 // laguerre_polynomial_l and legendre_polynomial_p, with the semantics of
 // PyTorch's CPU kernels (aten/src/ATen/native/Math.h): the degree is
-// trunc(n) (non-finite n counts as negative); n < 0 gives 0; fixed values at
-// the interval ends; for Chebyshev with |x| < 1 above a small degree the
+// trunc(n) (n past int64, NaN included, counts as negative); n < 0 gives 0;
+// fixed values at the interval ends; for Chebyshev with |x| < 1 above a small degree the
 // trigonometric closed form; otherwise the three-term recurrence.
 //
 // The degree is a runtime tensor:
@@ -153,9 +153,10 @@ static tpr_status_t poly_rule(lw_ctx_t* ctx, int which) {
   tpr_graph_t* g = G;
   tpr_value_t x = lw_in(ctx, 0, cd, OUT);
   tpr_value_t nf = lw_in(ctx, 1, cd, OUT);
-  // n = trunc(n); NaN and +-inf count as negative (0 result).
+  // n = trunc(n). The CPU kernel casts n to int64: NaN, +-inf and
+  // |n| >= 2^63 become INT64_MIN on x86-64, a negative degree (0 result).
   tpr_value_t n = lw_trunc(g, nf);
-  n = SEL(g, lw_cmpk(g, TPR_CMP_LT, ABS(nf), INFINITY), n, K(-1));
+  n = SEL(g, lw_cmpk(g, TPR_CMP_LT, ABS(nf), 9223372036854775808.0), n, K(-1));
   tpr_value_t odd = lw_cmpk(g, TPR_CMP_NE, tpr_binary(g, TPR_BINARY_REM, n, K(2)), 0);
   tpr_value_t n1 = lw_add(g, n, K(1)), n21 = lw_add(g, lw_add(g, n, n), K(1));
   bool cheb = which <= P_SW;

@@ -108,12 +108,8 @@ static tpr_status_t lower_multinomial(lw_ctx_t* ctx) {
 static tpr_value_t ramp(tpr_graph_t* g, tpr_value_t a, tpr_value_t b, tpr_value_t diff,
                         const tpr_type_t* shape, int64_t steps) {
   tpr_value_t i = tpr_iota(g, *shape, 0);
-  // steps - 1 + 0*i, one element per step: a divisor XLA can see neither as
-  // a constant nor as a broadcast scalar, so it divides instead of
-  // multiplying by a rounded reciprocal (PyTorch divides; newer XLAs take
-  // the reciprocal of a broadcast divisor).
-  tpr_value_t d = lw_add(g, lw_k(g, i, (double)(steps - 1)), lw_mul(g, i, lw_k(g, i, 0)));
-  tpr_value_t step = lw_div(g, diff, d);
+  // PyTorch divides by steps - 1 (lw_div_exact: not by its reciprocal).
+  tpr_value_t step = lw_div_exact(g, diff, (double)(steps - 1));
   tpr_value_t lo = lw_add(g, a, lw_mul(g, i, step));
   tpr_value_t hi = lw_sub(g, b, lw_mul(g, lw_sub(g, lw_k(g, i, (double)(steps - 1)), i), step));
   return lw_sel(g, lw_cmpk(g, TPR_CMP_LT, i, (double)(steps / 2)), lo, hi);

@@ -364,7 +364,7 @@ static tpr_status_t lower_polygamma(lw_ctx_t* ctx) {
   if (n < 0)
     return lw_fail(ctx, TPR_INVALID_ARGUMENT, "polygamma: n must be >= 0");
   tpr_value_t x = lw_in(ctx, 1, cd, OUT);
-  if (n == 0) return lw_ret(ctx, lw_un(G, TPR_UNARY_DIGAMMA, x));
+  if (n == 0) return lw_ret(ctx, lw_digamma(G, x));
   if (n == 1) return lw_ret(ctx, trigamma_of(G, x));
   double f = (n % 2 ? 1.0 : -1.0) * exp(lgamma((double)n + 1.0));
   tpr_value_t z = zeta_any_q(G, lw_k(G, x, (double)n + 1), x);
@@ -380,15 +380,68 @@ static tpr_status_t lower_zeta(lw_ctx_t* ctx) {
   return lw_ret(ctx, zeta_any_q(G, x, q));
 }
 
-// ndtri(p): the standard normal quantile, sqrt(2) erfinv(2p - 1).
+// ndtri(p), the standard normal quantile, as PyTorch's kernel (Cephes):
+// a rational function of p - 1/2 in the middle, of 1/sqrt(-2 log p) in the
+// tails (1 - p for the upper one, exact there). sqrt(2) erfinv(2p - 1) lost
+// the low bits of p below 0.5: 3e-4 off at p = 9e-5.
+static const double kNdtriP0[] = {
+    -5.99633501014107895267E1, 9.80010754185999661536E1, -5.66762857469070293439E1,
+    1.39312609387279679503E1, -1.23916583867381258016E0};
+static const double kNdtriQ0[] = {
+    1.0, 1.95448858338141759834E0, 4.67627912898881538453E0, 8.63602421390890590575E1,
+    -2.25462687854119370527E2, 2.00260212380060660359E2, -8.20372256168333339912E1,
+    1.59056225126211695515E1, -1.18331621121330003142E0};
+static const double kNdtriP1[] = {
+    4.05544892305962419923E0, 3.15251094599893866154E1, 5.71628192246421288162E1,
+    4.40805073893200834700E1, 1.46849561928858024014E1, 2.18663306850790267539E0,
+    -1.40256079171354495875E-1, -3.50424626827848203418E-2, -8.57456785154685413611E-4};
+static const double kNdtriQ1[] = {
+    1.0, 1.57799883256466749731E1, 4.53907635128879210584E1, 4.13172038254672030440E1,
+    1.50425385692907503408E1, 2.50464946208309415979E0, -1.42182922854787788574E-1,
+    -3.80806407691578277194E-2, -9.33259480895457427372E-4};
+static const double kNdtriP2[] = {
+    3.23774891776946035970E0, 6.91522889068984211695E0, 3.93881025292474443415E0,
+    1.33303460815807542389E0, 2.01485389549179081538E-1, 1.23716634817820021358E-2,
+    3.01581553508235416007E-4, 2.65806974686737550832E-6, 6.23974539184983293730E-9};
+static const double kNdtriQ2[] = {
+    1.0, 6.02427039364742014255E0, 3.67983563856160859403E0, 1.37702099489081330271E0,
+    2.16236993594496635890E-1, 1.34204006088543189037E-2, 3.28014464682127739104E-4,
+    2.89247864745380683936E-6, 6.79019408009981274425E-9};
+#define NK(t) ((int)(sizeof(t) / sizeof(t[0])))
+
 static tpr_status_t lower_ndtri(lw_ctx_t* ctx) {
   tpr_dtype_t cd = lw_opmath(OUT->dtype);
   TPR_RETURN_IF_ERROR(need_float(ctx, cd));
+  tpr_graph_t* g = G;
   tpr_value_t p = lw_in(ctx, 0, cd, OUT);
-  tpr_value_t y = lw_sub(G, lw_mul(G, p, lw_k(G, p, 2)), lw_k(G, p, 1));
-  tpr_value_t r = lw_mul(G, lw_un(G, TPR_UNARY_ERF_INV, y),
-                         lw_k(G, p, 1.41421356237309504880));
-  return lw_ret(ctx, r);
+  const double e2 = 0.13533528323661269189;  // exp(-2)
+  tpr_value_t upper = lw_cmpk(g, TPR_CMP_GT, p, 1 - e2);
+  tpr_value_t y = lw_sel(g, upper, lw_sub(g, lw_k(g, p, 1), p), p);
+  // Middle: |p - 1/2| < 1/2 - exp(-2).
+  tpr_value_t c = lw_sub(g, y, lw_k(g, p, 0.5)), c2 = lw_mul(g, c, c);
+  tpr_value_t mid = lw_div(g, lw_mul(g, c2, lw_polevl(g, c2, kNdtriP0, NK(kNdtriP0))),
+                           lw_polevl(g, c2, kNdtriQ0, NK(kNdtriQ0)));
+  mid = lw_mul(g, lw_add(g, c, lw_mul(g, c, mid)), lw_k(g, p, 2.50662827463100050242));
+  // Tails: x = sqrt(-2 log y), two fits split at x = 8; y kept in (0, 1] so
+  // the unused branch stays finite.
+  tpr_value_t ys = lw_min(g, lw_max(g, y, lw_k(g, p, 1e-300)), lw_k(g, p, 1));
+  tpr_value_t x = lw_un(g, TPR_UNARY_SQRT,
+                        lw_mul(g, lw_k(g, p, -2), lw_un(g, TPR_UNARY_LOG, ys)));
+  tpr_value_t x0 = lw_sub(g, x, lw_div(g, lw_un(g, TPR_UNARY_LOG, x), x));
+  tpr_value_t z = lw_div(g, lw_k(g, p, 1), x);
+  tpr_value_t near = lw_div(g, lw_mul(g, z, lw_polevl(g, z, kNdtriP1, NK(kNdtriP1))),
+                            lw_polevl(g, z, kNdtriQ1, NK(kNdtriQ1)));
+  tpr_value_t far = lw_div(g, lw_mul(g, z, lw_polevl(g, z, kNdtriP2, NK(kNdtriP2))),
+                           lw_polevl(g, z, kNdtriQ2, NK(kNdtriQ2)));
+  tpr_value_t tail = lw_sub(g, x0, lw_sel(g, lw_cmpk(g, TPR_CMP_LT, x, 8), near, far));
+  tail = lw_sel(g, upper, tail, lw_un(g, TPR_UNARY_NEG, tail));
+  tpr_value_t r = lw_sel(g, lw_cmpk(g, TPR_CMP_GT, y, e2), mid, tail);
+  r = lw_sel(g, lw_cmpk(g, TPR_CMP_EQ, p, 0), lw_k(g, p, -INFINITY), r);
+  r = lw_sel(g, lw_cmpk(g, TPR_CMP_EQ, p, 1), lw_k(g, p, INFINITY), r);
+  // p outside [0, 1], NaN included.
+  tpr_value_t in = tpr_binary(g, TPR_BINARY_AND, lw_cmpk(g, TPR_CMP_GE, p, 0),
+                              lw_cmpk(g, TPR_CMP_LE, p, 1));
+  return lw_ret(ctx, lw_sel(g, in, r, lw_k(g, p, NAN)));
 }
 
 // log_ndtr(x) = log(erfc(-x / sqrt 2) / 2); for x < -1 through

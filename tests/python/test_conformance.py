@@ -60,7 +60,8 @@ def test_self_check_names_what_the_plugin_computes_wrong():
 # values; noncontiguous) and our special-values sample.
 SLICE = ["atan", "asin", "acos", "tan", "tanh", "sin", "cos", "exp", "expm1", "log", "log1p",
          "sigmoid", "erf", "erfinv", "sqrt", "rsqrt", "reciprocal", "nn.functional.gelu",
-         "nn.functional.silu", "div", "remainder", "fmod", "pow", "atan2", "addr", "softmax"]
+         "nn.functional.silu", "div", "remainder", "fmod", "pow", "atan2", "addr", "softmax",
+         "special.ndtri", "digamma", "linalg.svd", "svd_lowrank"]
 
 
 @pytest.mark.parametrize("plugin", CPU_PLUGINS)
@@ -77,6 +78,31 @@ def test_conformance_slice(tmp_path, plugin):
     # (variants the CPU runs in other dtypes only, such as silu.complex, skip)
     assert all(res["float32"]["status"] == "pass" for name, res in results.items()
                if name in SLICE), results
+
+
+def test_basis_alignment_takes_signs_not_vectors():
+    # Eigen- and singular vectors are compared up to sign (and full_matrices'
+    # completion up to a rotation of its span); other vectors still differ.
+    import torch
+    from torch_tpu.coverage.ops import _align_basis
+    g = torch.Generator().manual_seed(0)
+    a = torch.randn(5, 5, generator=g, dtype=torch.float64)
+    L, Q = torch.linalg.eigh(a + a.T)
+    flip = torch.tensor([1.0, -1, 1, -1, -1], dtype=torch.float64)
+    assert torch.equal(_align_basis("linalg.eigh", (L, Q * flip), (L, Q))[1], Q)
+    swapped = Q[:, [1, 0, 2, 3, 4]]
+    assert not torch.allclose(_align_basis("linalg.eigh", (L, swapped), (L, Q))[1], Q)
+
+    U, S, Vh = torch.linalg.svd(torch.randn(5, 3, generator=g, dtype=torch.float64))
+    c, s_ = 0.6, 0.8
+    turn = torch.tensor([[c, -s_], [s_, c]], dtype=torch.float64)
+    other = torch.cat([U[:, :3] * flip[:3], U[:, 3:] @ turn], 1)
+    got = _align_basis("linalg.svd", (other, S, Vh * flip[:3, None]), (U, S, Vh))
+    torch.testing.assert_close(got[0], U)
+    torch.testing.assert_close(got[2], Vh)
+    # a left vector flipped without its right partner is a wrong result
+    got = _align_basis("linalg.svd", (U * flip, S, Vh), (U, S, Vh))
+    assert not torch.allclose(got[2], Vh)
 
 
 def test_plugin_names_resolve():

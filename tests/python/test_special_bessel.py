@@ -52,6 +52,14 @@ def test_out_and_int_input(name):
     torch.testing.assert_close(out.cpu(), fn(x), **F32_TOL)
 
 
+def test_airy_ai_phase_far_left():
+    # Ai's phase 2/3 |x|^1.5 is divided by 3 as the CPU divides: one ulp of
+    # it (a multiplication by 1/3) moved Ai(-501) by 6e-5.
+    x = torch.tensor([-501.0, -300.0, -1000.0, -30.0])
+    torch.testing.assert_close(torch.special.airy_ai(x.to("tpu")).cpu(),
+                               torch.special.airy_ai(x), **F32_TOL)
+
+
 def test_complex_is_refused():
     x = torch.ones(3, dtype=torch.complex64, device="tpu")
     with pytest.raises(Exception):

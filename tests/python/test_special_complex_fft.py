@@ -55,8 +55,24 @@ def test_unary(name):
     compare(UNARY[name], x)
 
 
+def test_digamma_poles():
+    # digamma(+-0) is -+inf; negative integers and -inf give NaN. The
+    # plugins' own digamma gave NaN at +0 (xla-cpu-pjrt) and -inf at -0.
+    x = torch.tensor([0.0, -0.0, -1.0, -2.0, float("-inf"), float("inf"), 1e-30, -1e-30,
+                      -3.5, 2.5, float("nan")])
+    for dtype in (torch.float32, torch.float64, torch.bfloat16):
+        compare(torch.digamma, x.to(dtype), tol=dict(rtol=1e-5, atol=1e-5))
+        compare(torch.polygamma, 0, x.to(dtype), tol=dict(rtol=1e-5, atol=1e-5))
+
+
 def test_ndtri():
     compare(torch.special.ndtri, torch.linspace(0.001, 0.999, 50))
+    # The tails, where 2p - 1 loses p's low bits (3e-4 off at p = 9e-5),
+    # and the ends and outside of [0, 1].
+    p = torch.tensor([1e-30, 1e-12, 3.2e-5, 8.7e-5, 0.13, 0.14, 0.86, 0.87, 1 - 1e-7,
+                      0.0, 1.0, -0.5, 1.5, float("nan")])
+    compare(torch.special.ndtri, p)
+    compare(torch.special.ndtri, p.double(), tol=dict(rtol=1e-12, atol=1e-12))
 
 
 BINARY = {

@@ -82,3 +82,14 @@ def test_scalar_forms_and_out(name):
     out = torch.empty(6, device="tpu")
     fn(x.to("tpu"), n.to("tpu"), out=out)
     close(out.cpu(), fn(x, n), torch.float32)
+
+
+@pytest.mark.parametrize("name", FNS[:10])
+def test_degree_past_int64_counts_as_negative(name):
+    # The CPU kernel casts n to int64; past its range (and for NaN) that
+    # gives INT64_MIN on x86-64, a negative degree: 0.
+    fn = getattr(torch.special, name)
+    x = torch.tensor([0.5, -0.5, 2.0, 1.0, -1.0, 0.5])
+    n = torch.tensor([1e20, 9.3e18, 1e20, 1e20, 1e20, float("nan")])
+    want = fn(x, n)
+    assert torch.equal(fn(x.to("tpu"), n.to("tpu")).cpu(), want)
