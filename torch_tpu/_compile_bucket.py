@@ -40,6 +40,7 @@ import warnings
 
 import sympy
 import torch
+from torch._inductor.output_code import OutputCode
 
 from . import _C
 from ._compile import (TpuCompileError, _Builder, _add_seconds, _count, _flat_vals,
@@ -678,13 +679,64 @@ def bucket_of(n, upper):
     return max(n, min(b, upper))
 
 
-class _Buckets:
+def _describe(x):
+    """An example input as plain data: sizes and strides as expression text."""
+    def text(v):
+        e = _expr(v)
+        return str(e) if e is not None else int(v)
+    if isinstance(x, torch.Tensor):
+        return ("tensor", x.dtype, [text(v) for v in x.shape], [text(v) for v in x.stride()],
+                str(x.device))
+    if _expr(x) is not None:
+        return ("size", text(x))
+    return ("value", x)
+
+
+def _revive_examples(described, hints):
+    """Fake example inputs, with fresh symbols named as in |hints| ({name:
+    the size the graph was traced at}), for ``_describe``'s output."""
+    from torch._dynamo.source import ConstantSource
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv
+
+    env = ShapeEnv()
+    syms = {n: env.create_symbol(h, ConstantSource(f"tpu_bucket_{n}"),
+                                 dynamic_dim=DimDynamic.DYNAMIC)
+            for n, h in hints.items()}
+    at = {syms[n]: h for n, h in hints.items()}
+
+    def size(v):
+        if isinstance(v, int):
+            return v
+        e = sympy.sympify(v, locals=dict(syms))
+        return env.create_symintnode(e, hint=int(e.xreplace(at)))
+
+    mode = FakeTensorMode(shape_env=env, allow_non_fake_inputs=True)
+    out = []
+    with mode:
+        for d in described:
+            if d[0] == "tensor":
+                _, dtype, shape, stride, device = d
+                out.append(torch.empty_strided([size(v) for v in shape],
+                                               [size(v) for v in stride],
+                                               dtype=dtype, device=device))
+            else:
+                out.append(size(d[1]) if d[0] == "size" else d[1])
+    return out, mode, syms
+
+
+class _Buckets(OutputCode):
     """Runs an AOT graph whose sizes change at run time: one program per
     bucket of its sizes (a size marked with a max: the max; any other: the
     next power of two), built at the first call that needs it, in an LRU
     cache. A graph with an op that cannot run padded gets one program per
     exact size instead (with a warning naming the op when a max was asked
-    for)."""
+    for).
+
+    It pickles (AOTAutograd's bundled cache, torch._dynamo.aot_compile) as
+    the graph's code and its inputs' symbolic sizes; a loaded one
+    re-derives the graph's metadata by fake propagation at its first call
+    and builds its programs anew (the executables come from the disk cache)."""
 
     def __init__(self, agm, examples, name, fixed):
         self.agm, self.examples, self.name = agm, examples, name
@@ -696,14 +748,62 @@ class _Buckets:
         ups = {e: env.var_to_range[e].upper for e in self.symbols} if env else {}
         self.upper = {e: int(u) if getattr(u, "is_Integer", False) else 2**31 - 1
                       for e, u in ups.items()}
+        self.hints = {e: int(env.backed_var_to_val[e]) if env and e in env.backed_var_to_val else 8
+                      for e in self.symbols}
         # False once an op refused padding, or when bucketing is turned off
         # (TORCH_TPU_COMPILE_BUCKETS=0: one program per exact size)
         self.padded = os.environ.get("TORCH_TPU_COMPILE_BUCKETS", "1") != "0"
+        self._live()
+
+    def _live(self):
         self.cache = collections.OrderedDict()
         self.max = int(os.environ.get("TORCH_TPU_COMPILE_MAX_SHAPES", "8"))
         self.lock = threading.Lock()
+        self._boxed_call = True
+
+    def __getstate__(self):
+        if self.agm is None:
+            return self._saved
+        by_name = lambda d: {str(e): v for e, v in d.items()}
+        return {"name": self.name, "graph": self.agm.__reduce__(),
+                "examples": [_describe(x) for x in self.examples],
+                "hints": by_name(self.hints), "fixed": by_name(self.fixed),
+                "upper": by_name(self.upper), "padded": self.padded}
+
+    def __setstate__(self, state):
+        self._saved, self.agm, self.name = state, None, state["name"]
+        self.padded = state["padded"]
+        self._live()
+
+    def _revive(self):
+        st = self._saved
+        examples, mode, syms = _revive_examples(st["examples"], st["hints"])
+        fn, args = st["graph"]
+        gm = fn(*args)
+        from torch.fx.passes.fake_tensor_prop import FakeTensorProp
+        FakeTensorProp(gm, mode).propagate_dont_convert_inputs(
+            *[x for x in examples])
+        self.examples = examples
+        self.symbols, self.sources = size_sources(examples)
+        self.fixed = {syms[n]: b for n, b in st["fixed"].items()}
+        self.upper = {syms[n]: u for n, u in st["upper"].items()}
+        self.hints = {syms[n]: h for n, h in st["hints"].items()}
+        self.agm = gm
+
+    def prepare_for_serialization(self):
+        pass
+
+    def post_compile(self, example_inputs, constants, graph_kwargs):
+        pass
+
+    def set_triton_bundle(self, triton_bundle):
+        pass
 
     def __call__(self, args):
+        if self.agm is None:
+            with self.lock:
+                if self.agm is None:
+                    self._revive()
         values = runtime_sizes(self.sources, args)  # (the runner checks the bounds)
         bounds = {e: self.fixed.get(e) or bucket_of(values[e], self.upper[e])
                   for e in self.symbols} if self.padded else values
@@ -757,9 +857,7 @@ def bucketed_backend(gm, example_inputs, fixed):
 
     def compile_graph(agm, examples):
         name = f"compiled_bucketed_{len(list(agm.graph.nodes))}nodes"
-        run = _Buckets(agm, examples, name, fixed)
-        run._boxed_call = True
-        return run
+        return _Buckets(agm, examples, name, fixed)
 
     return aot_autograd(fw_compiler=compile_graph, inference_compiler=compile_graph,
                         decompositions=decompositions(),

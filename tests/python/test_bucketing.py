@@ -353,3 +353,42 @@ def test_size_that_shrinks_as_a_size_grows_runs_per_exact_size():
     for n in (4, 6, 4):
         got = cf(x.to("tpu"), n)
         torch.testing.assert_close(got.cpu(), _heads_of(x, n), rtol=1e-5, atol=1e-6)
+
+
+_AOT_LOAD = """
+import sys, torch, torch_tpu
+w = torch.load(sys.argv[2])
+with open(sys.argv[1], "rb") as f:
+    fn = torch.compiler.load_compiled_function(f)
+for n in (5, 9, 40):
+    x = torch.randn(n, 8)
+    torch.testing.assert_close(fn(x.to("tpu"), w.to("tpu")).cpu(),
+                               (torch.relu(x @ w) - x.mean(0)[:4]).sum(-1))
+print(torch.tpu._get_cache_stats()["compiled_bucketed"])
+"""
+
+
+def test_aot_compile_of_a_dynamic_graph_saves_and_loads(tmp_path):
+    # torch._dynamo.aot_compile (vLLM's default compile path) needs an
+    # OutputCode it can pickle: the bucketed result pickles as its graph and
+    # symbolic input sizes, and a fresh process builds its buckets again.
+    import subprocess
+    import sys
+
+    def f(x, w):
+        return (torch.relu(x @ w) - x.mean(0)[:4]).sum(-1)
+
+    torch._dynamo.reset()
+    w = torch.randn(8, 4)
+    x = torch.randn(6, 8, device="tpu")
+    torch._dynamo.mark_dynamic(x, 0)
+    fn = torch.compile(f, backend="tpu", fullgraph=True).aot_compile(((x, w.to("tpu")), {}))
+    for n in (6, 11, 20):
+        xx = torch.randn(n, 8)
+        torch.testing.assert_close(fn(xx.to("tpu"), w.to("tpu")).cpu(), f(xx, w))
+    fn.save_compiled_function(str(tmp_path / "f.bin"))
+    torch.save(w, tmp_path / "w.pt")
+    r = subprocess.run([sys.executable, "-c", _AOT_LOAD, str(tmp_path / "f.bin"),
+                        str(tmp_path / "w.pt")], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert int(r.stdout.split()[-1]) == 3, r.stdout  # buckets 8, 16 and 64
