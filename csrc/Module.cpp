@@ -54,6 +54,7 @@ py::dict memory_stats(int device) {
   d["bytes_in_use"] = m.bytes_in_use;
   d["peak_bytes_in_use"] = m.peak_bytes_in_use;
   d["bytes_limit"] = m.bytes_limit;
+  d["bytes_free"] = m.bytes_free;
   d["num_buffers"] = m.num_buffers;
   d["from_plugin"] = m.from_plugin;
   d["storage_bytes"] = tpr_storage_bytes_in_use(device);

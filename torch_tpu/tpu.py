@@ -201,10 +201,11 @@ def memory_stats(device=None):
 
 
 def mem_get_info(device=None):
-    """(free, total) bytes of device memory."""
+    """(free, total) bytes of device memory. On a CPU plugin the device's
+    memory is the host's: total is its RAM (or its cgroup's limit), free what
+    the host has available now, which other processes share."""
     s = memory_stats(device)
-    total = s["bytes_limit"]
-    return max(total - s["bytes_in_use"], 0), total
+    return s["bytes_free"], s["bytes_limit"]
 
 
 def memory_allocated(device=None):

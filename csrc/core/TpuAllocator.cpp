@@ -171,9 +171,7 @@ class TpuAllocator final : public c10::DeviceAllocator {
     device = checked_device_index(device);
     tpr_memory_stats_t m;
     check(tpr_client_memory_stats(tpr_eager_client(), device, &m));
-    size_t total = static_cast<size_t>(m.bytes_limit);
-    size_t used = static_cast<size_t>(m.bytes_in_use);
-    return {total > used ? total - used : 0, total};
+    return {static_cast<size_t>(m.bytes_free), static_cast<size_t>(m.bytes_limit)};
   }
 };
 

@@ -112,13 +112,17 @@ typedef struct tpr_memory_stats {
   int64_t bytes_in_use;       // live device buffers on this device
   int64_t peak_bytes_in_use;  // high-water mark since the last reset
   int64_t bytes_limit;        // total memory usable by the device
+  int64_t bytes_free;         // what it can still allocate (see below)
   int64_t num_buffers;        // live buffers on this device
   bool from_plugin;           // false: the runtime's own accounting
 } tpr_memory_stats_t;
 
 // Real memory figures. From PJRT_Device_MemoryStats when the plugin reports
 // them; otherwise (the CPU plugin) the runtime's own count of the bytes of
-// live buffers, with bytes_limit = physical memory of the host.
+// live buffers, with bytes_limit = physical memory of the host (or its
+// cgroup's limit). bytes_free = bytes_limit - bytes_in_use, and on a CPU
+// plugin no more than the host has available now (MemAvailable, the
+// cgroup's limit less its usage): other processes use that memory too.
 tpr_status_t tpr_client_memory_stats(tpr_client_t* client, int ordinal,
                                      tpr_memory_stats_t* out)
     TPR_MUST_USE_RESULT;

@@ -2,6 +2,7 @@
 #define _XOPEN_SOURCE 700  // POSIX.1-2008: realpath, mkdtemp, clock_gettime
 #include <ctype.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -74,6 +75,42 @@ static tpr_status_t read_platform(tpr_client_t* c) {
   if (!c->platform_name || !c->platform_version)
     return TPR_ERR(RESOURCE_EXHAUSTED, "out of memory");
   return tpr_ok_status();
+}
+
+// An integer file of the cgroup (v2) this process runs in, or -1 ("max",
+// missing, unreadable).
+static int64_t cgroup_value(const char* name) {
+  char path[256];
+  snprintf(path, sizeof path, "/sys/fs/cgroup/%s", name);
+  FILE* f = fopen(path, "r");
+  if (!f) return -1;
+  long long v = -1;
+  if (fscanf(f, "%lld", &v) != 1) v = -1;
+  fclose(f);
+  return v;
+}
+
+// What the host can still give this process, in bytes: MemAvailable, and
+// no more than its cgroup's limit less the cgroup's usage; -1 if unknown.
+static int64_t host_available_bytes(void) {
+  int64_t avail = -1;
+  FILE* f = fopen("/proc/meminfo", "r");
+  if (f) {
+    char line[128];
+    long long kb;
+    while (fgets(line, sizeof line, f))
+      if (sscanf(line, "MemAvailable: %lld kB", &kb) == 1) {
+        avail = (int64_t)kb * 1024;
+        break;
+      }
+    fclose(f);
+  }
+  int64_t max = cgroup_value("memory.max"), cur = cgroup_value("memory.current");
+  if (max > 0 && cur >= 0) {
+    int64_t left = max > cur ? max - cur : 0;
+    if (avail < 0 || left < avail) avail = left;
+  }
+  return avail;
 }
 
 // The CPU plugin's device buffers are heap blocks. glibc maps a block over
@@ -195,6 +232,9 @@ tpr_status_t tpr_client_create(tpr_plugin_t* plugin,
   long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGESIZE);
   c->host_memory_bytes =
       (pages > 0 && page_size > 0) ? (int64_t)pages * page_size : 0;
+  int64_t cgroup_max = cgroup_value("memory.max");
+  if (cgroup_max > 0 && (c->host_memory_bytes == 0 || cgroup_max < c->host_memory_bytes))
+    c->host_memory_bytes = cgroup_max;
 
   PJRT_Client_Create_Args a = {.struct_size = sizeof a,
                                .create_options = num_named ? named : NULL,
@@ -327,6 +367,15 @@ tpr_status_t tpr_client_memory_stats(tpr_client_t* client, int ordinal,
   plugin_memory_stats(client, ordinal, out);
   if (out->peak_bytes_in_use < out->bytes_in_use)
     out->peak_bytes_in_use = out->bytes_in_use;
+  out->bytes_free = out->bytes_limit > out->bytes_in_use
+                        ? out->bytes_limit - out->bytes_in_use : 0;
+  if (client->plugin->info.kind == TPR_PLUGIN_KIND_CPU) {
+    // Host memory is shared with this process and every other one: free is
+    // what the host has left, not the limit less our own buffers (a serving
+    // engine sizing its KV cache from that was OOM-killed).
+    int64_t avail = host_available_bytes();
+    if (avail >= 0 && avail < out->bytes_free) out->bytes_free = avail;
+  }
   return tpr_ok_status();
 }
 

@@ -633,6 +633,8 @@ TPR_TEST(runtime_memory_stats_follow_buffers) {
   CHECK_OK(tpr_client_memory_stats(c, 0, &m0));
   CHECK(m0.bytes_in_use == 0 && m0.num_buffers == 0);
   CHECK(m0.bytes_limit > 0);  // physical memory of the host
+  // free: what the host has available now, never past the limit
+  CHECK(m0.bytes_free > 0 && m0.bytes_free <= m0.bytes_limit);
   int64_t n = 1 << 18;        // 1 MiB of f32
   float* host = (float*)calloc((size_t)n, sizeof(float));
   CHECK(host != NULL);

@@ -99,6 +99,23 @@ def test_memory_figures_are_real():
     assert torch.tpu.memory_allocated() <= during - 4 * 2**20
 
 
+def _host_available():
+    with open("/proc/meminfo") as f:
+        return next(int(line.split()[1]) * 1024 for line in f if line.startswith("MemAvailable:"))
+
+
+def test_free_memory_of_a_host_memory_device_is_what_the_host_has_left():
+    # On a CPU plugin the device's memory is the host's, shared with every
+    # process: free must not exceed what the host has available (a serving
+    # engine that sized its KV cache from total - ours was OOM-killed).
+    torch.ones(2, device="tpu").add_(1).cpu()
+    a = _host_available()
+    free, total = torch.accelerator.get_memory_info(0)
+    b = _host_available()
+    assert free <= max(a, b) + 64 * 2**20, (free, a, b)
+    assert total == torch.tpu.mem_get_info()[1] and free <= total
+
+
 def test_cuda_style_memory_stats_keys():
     # the torch.cuda.memory_stats() keys training loops read (TorchTitan)
     x = torch.ones(256, 256, device="tpu")
