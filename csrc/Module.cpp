@@ -135,6 +135,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("_init", &ensure_initialized);
   m.def("_try_init", &try_initialize);
   m.def("_is_initialized", &device_in_use);
+  m.def("_is_in_bad_fork", [] { return tpr_eager_in_bad_fork(); });
   m.def("_device_count", [] { return static_cast<int>(device_count()); });
   m.def("_current_device", [] {
     // As torch.cuda.current_device(): asking initializes the device.

@@ -1,5 +1,7 @@
 // The process-wide device context: plugin, client, executor lock, the queue
 // of in-flight results.
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -48,12 +50,36 @@ static tpr_status_t do_init(const tpr_eager_options_t* o) {
   return tpr_client_create(plugin, &co, &client);
 }
 
+// A process forked after the device started holds the parent's client but
+// none of its threads (the plugin's thread pools, our launch threads):
+// nothing it ran would ever finish. As with CUDA, it may not use the device.
+static atomic_bool forked_after_init;
+
+static void after_fork_in_child(void) {
+  if (client) atomic_store(&forked_after_init, true);
+}
+
+bool tpr_eager_in_bad_fork(void) { return atomic_load(&forked_after_init); }
+
+tpr_status_t tpr_eager_check_process(void) {
+  if (!atomic_load(&forked_after_init)) return tpr_ok_status();
+  return TPR_ERR(FAILED_PRECONDITION,
+                 "Cannot re-initialize tpu in forked subprocess. To use tpu with "
+                 "multiprocessing, you must use the 'spawn' start method (this process "
+                 "was forked after its parent started the tpu device)");
+}
+
 tpr_status_t tpr_eager_init(const tpr_eager_options_t* options) {
   pthread_mutex_lock(&init_lock);
+  if (atomic_load(&forked_after_init)) {
+    pthread_mutex_unlock(&init_lock);
+    return tpr_eager_check_process();
+  }
   if (!initialized) {
     if (options->launch_blocking) atomic_store(&launch_blocking, true);
     init_error = do_init(options);
     initialized = true;
+    pthread_atfork(NULL, NULL, after_fork_in_child);
     if (tpr_status_is_ok(init_error)) {
       tpr_disk_cache_configure(options->cache_dir, options->cache_max_bytes);
       tpr_eager_set_fuse_max_ops(options->fuse_max_ops);
@@ -238,6 +264,7 @@ tpr_status_t tpr_pending_drain(void) {
 
 tpr_status_t tpr_eager_synchronize(int ordinal) {
   (void)ordinal;
+  TPR_RETURN_IF_ERROR(tpr_eager_check_process());
   TPR_RETURN_IF_ERROR(tpr_eager_flush(TPR_CUT_SYNCHRONIZE));
   return tpr_pending_drain();
 }

@@ -684,6 +684,7 @@ static tpr_status_t run_locked(const tpr_eager_call_t* call) {
 }
 
 tpr_status_t tpr_eager_run(const tpr_eager_call_t* call) {
+  TPR_RETURN_IF_ERROR(tpr_eager_check_process());
   tpr_eager_lock();
   tpr_status_t s = run_locked(call);
   tpr_eager_unlock();
@@ -880,6 +881,7 @@ tpr_status_t tpr_tensor_fill_host(const tpr_tensor_ref_t* ref, const void* item,
 // reference, or NULL if never written).
 static tpr_status_t settled_buffer(tpr_storage_t* storage, tpr_buffer_t** out) {
   *out = NULL;
+  TPR_RETURN_IF_ERROR(tpr_eager_check_process());
   tpr_eager_lock();
   tpr_status_t s = tpr_fused_settle_locked(storage, TPR_CUT_HOST_READ);
   if (tpr_status_is_ok(s) && storage->lost) s = lost_error();
@@ -1060,6 +1062,7 @@ const char* tpr_cut_cause_name(tpr_cut_cause_t cause) {
 }
 
 tpr_status_t tpr_eager_flush(tpr_cut_cause_t cause) {
+  TPR_RETURN_IF_ERROR(tpr_eager_check_process());
   tpr_eager_lock();
   tpr_status_t s = tpr_fused_flush_locked(cause);
   tpr_eager_unlock();

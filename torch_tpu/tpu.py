@@ -58,7 +58,9 @@ def __getattr__(name):
 
 
 def _is_in_bad_fork():
-    return False
+    """True in a process forked after its parent started the tpu device:
+    it cannot use the device (as with CUDA, multiprocessing must spawn)."""
+    return _C._is_in_bad_fork()
 
 
 def device_count():

@@ -105,6 +105,7 @@ std::atomic<bool> in_use{false};
 }  // namespace
 
 void ensure_initialized() {
+  if (tpr_eager_in_bad_fork()) check(tpr_eager_check_process());
   if (!tpr_eager_is_initialized()) {
     tpr_status_t s = init_runtime();
     if (!tpr_status_is_ok(s)) {

@@ -54,6 +54,11 @@ typedef struct tpr_eager_options {
 tpr_status_t tpr_eager_init(const tpr_eager_options_t* options)
     TPR_MUST_USE_RESULT;
 bool tpr_eager_is_initialized(void);
+// True in a process forked after its parent started the device: the client
+// it inherited cannot run anything (its threads stayed in the parent).
+bool tpr_eager_in_bad_fork(void);
+// FAILED_PRECONDITION naming the 'spawn' start method in such a process.
+tpr_status_t tpr_eager_check_process(void) TPR_MUST_USE_RESULT;
 // The client, or NULL before a successful init.
 tpr_client_t* tpr_eager_client(void);
 void tpr_eager_set_launch_blocking(bool on);

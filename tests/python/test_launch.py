@@ -98,3 +98,34 @@ def test_fork_after_tpu_work():
     for _ in range(50):
         x = x + 1
     assert torch.equal(x.cpu(), torch.arange(10.0) + 100)
+
+
+def test_device_use_in_a_child_forked_after_tpu_work_is_an_error_not_a_hang():
+    # The child inherits the client but not its threads: as with CUDA, it
+    # gets an error naming the 'spawn' start method (a vLLM engine process
+    # forked this way hung in synchronize()).
+    x = torch.ones(3, device="tpu") + 1
+    assert not torch.tpu._is_in_bad_fork()
+    rfd, wfd = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(rfd)
+        out = [str(torch.tpu._is_in_bad_fork())]
+        for step in (lambda: (x + 1).cpu(), lambda: torch.ones(2, device="tpu"),
+                     torch.accelerator.synchronize, lambda: x.cpu()):
+            try:
+                step()
+                out.append("ran")
+            except RuntimeError as e:
+                out.append("spawn" if "'spawn' start method" in str(e) else str(e)[:200])
+        os.write(wfd, "|".join(out).encode())
+        os._exit(0)
+    os.close(wfd)
+    import select
+    ready = select.select([rfd], [], [], 120)[0]
+    if not ready:
+        os.kill(pid, 9)
+    got = os.read(rfd, 4096).decode() if ready else "hung"
+    os.waitpid(pid, 0)
+    assert got == "True|spawn|spawn|spawn|spawn", got
+    assert torch.equal((x + 1).cpu(), torch.full((3,), 3.0))
