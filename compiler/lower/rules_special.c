@@ -304,9 +304,11 @@ static tpr_status_t lower_i1e(lw_ctx_t* ctx) { return bessel_i(ctx, 3); }
 
 // Terms of the Hurwitz zeta summed by hand before chlo.zeta takes over:
 // chlo.zeta is accurate for q > 0 only, so negative q is shifted up by
-// zeta(s, q) = sum_{k<m} (q + k)^-s + zeta(s, q + m), m = ceil(1 - q).
-// Arguments below 1 - kZetaShift give NaN rather than a wrong value.
-enum { kZetaShift = 48 };
+// zeta(s, q) = sum_{k<m} (q + k)^-s + zeta(s, q + m), m = ceil(1 - q), in a
+// loop to the largest m of the tensor (the CPU kernel's own loop runs as
+// far). Shifts past kZetaShiftMax (|q| > 2^24: float32 q there is an
+// integer, a pole) give NaN rather than a loop of that length.
+#define kZetaShiftMax 16777216.0
 
 // PyTorch's kernel (Cephes) in the order it decides: s < 1 is NaN, s = 1
 // and the poles of q (non-positive integers, -inf included) +inf. chlo.zeta
@@ -320,17 +322,41 @@ static tpr_value_t zeta_domain(tpr_graph_t* g, tpr_value_t s, tpr_value_t q, tpr
   return lw_sel(g, lw_cmpk(g, TPR_CMP_LT, s, 1), lw_k(g, q, NAN), r);
 }
 
+// The shift loop. Carried: k (s64), the last k (s64), s, q, m, sum.
+enum { ZS_K, ZS_LAST, ZS_S, ZS_Q, ZS_M, ZS_SUM, ZS_COUNT };
+
+static void zeta_shift_cond(tpr_graph_t* g, void* user, const tpr_value_t* a, tpr_value_t* r) {
+  (void)user;
+  r[0] = lw_cmp(g, TPR_CMP_LT, a[ZS_K], a[ZS_LAST]);
+}
+
+static void zeta_shift_body(tpr_graph_t* g, void* user, const tpr_value_t* a, tpr_value_t* r) {
+  (void)user;
+  tpr_value_t kf = lw_splat(g, a[ZS_K], a[ZS_Q]);
+  tpr_value_t t = tpr_binary(g, TPR_BINARY_POW, lw_add(g, a[ZS_Q], kf),
+                             lw_un(g, TPR_UNARY_NEG, a[ZS_S]));
+  r[ZS_SUM] = lw_add(g, a[ZS_SUM], lw_sel(g, lw_cmp(g, TPR_CMP_GT, a[ZS_M], kf), t,
+                                          lw_k(g, t, 0)));
+  r[ZS_K] = lw_add(g, a[ZS_K], tpr_constant_i64(g, TPR_DTYPE_S64, 1));
+  for (int i = ZS_LAST; i < ZS_SUM; i++) r[i] = a[i];
+}
+
 static tpr_value_t zeta_any_q(tpr_graph_t* g, tpr_value_t s, tpr_value_t q) {
   tpr_value_t m = lw_max(g, lw_un(g, TPR_UNARY_CEIL, lw_sub(g, lw_k(g, q, 1), q)),
                          lw_k(g, q, 0));
-  tpr_value_t sum = lw_k(g, q, 0);
-  for (int k = 0; k < kZetaShift; k++) {
-    tpr_value_t qk = lw_add(g, q, lw_k(g, q, k));
-    tpr_value_t t = tpr_binary(g, TPR_BINARY_POW, qk, lw_un(g, TPR_UNARY_NEG, s));
-    sum = lw_add(g, sum, lw_sel(g, lw_cmpk(g, TPR_CMP_GT, m, k), t, lw_k(g, t, 0)));
-  }
-  tpr_value_t r = lw_add(g, sum, tpr_binary(g, TPR_BINARY_ZETA, s, lw_add(g, q, m)));
-  r = lw_sel(g, lw_cmpk(g, TPR_CMP_GT, m, kZetaShift), lw_k(g, q, NAN), r);
+  tpr_value_t too_far = lw_cmpk(g, TPR_CMP_GT, m, kZetaShiftMax);
+  m = lw_sel(g, too_far, lw_k(g, m, 0), m);  // NaN below; no loop that long
+  m = lw_sel(g, lw_isnan(g, m), lw_k(g, m, 0), m);
+  const tpr_type_t* t = tpr_value_type(g, m);
+  int64_t all[TPR_MAX_RANK];
+  for (int i = 0; i < t->rank; i++) all[i] = i;
+  tpr_value_t last = lw_cast(g, tpr_reduce(g, m, TPR_REDUCE_MAX, all, t->rank), TPR_DTYPE_S64);
+  tpr_value_t init[ZS_COUNT] = {tpr_constant_i64(g, TPR_DTYPE_S64, 0), last, s, q, m,
+                                lw_k(g, q, 0)};
+  tpr_value_t out[ZS_COUNT];
+  tpr_while(g, ZS_COUNT, init, zeta_shift_cond, zeta_shift_body, NULL, out);
+  tpr_value_t r = lw_add(g, out[ZS_SUM], tpr_binary(g, TPR_BINARY_ZETA, s, lw_add(g, q, m)));
+  r = lw_sel(g, too_far, lw_k(g, q, NAN), r);
   return zeta_domain(g, s, q, r);
 }
 
