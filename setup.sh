@@ -29,6 +29,44 @@ printf '3.18\n%s\n' "$cmake_version" | sort -V -C ||
   fail "CMake $cmake_version is too old: 3.18 or newer is needed"
 
 install() { "$PY" -m pip install --quiet -c constraints.txt "$@"; }
+
+# ./setup.sh --serving: the serving environment instead (vLLM on tpu,
+# torch_tpu.vllm). vLLM 0.32.0, the last release built against torch 2.13,
+# wants transformers<5.20 and (through mistral-common) numpy<2.4, so it gets
+# a virtual environment of its own, pinned by constraints-serving.txt
+# (transformers 5.19.0, numpy 2.3.5). vLLM is built from its sdist as a
+# pure-Python wheel (VLLM_TARGET_DEVICE=empty: no CUDA kernels, no CUDA
+# torchvision or torchaudio); xgrammar comes without triton (1 GB, used only
+# for CUDA tensors).
+if [[ ${1:-} == --serving ]]; then
+  VLLM_SDIST_URL=https://files.pythonhosted.org/packages/d5/df/5471312c76e335eaa2b8333e87ea39f0d37bfe24f10a582620e34ff12e33/vllm-0.32.0.tar.gz
+  VLLM_SDIST_SHA256=d2c957d5eee3d0985012151315ddc62cbe0cd368fc96a5fc3510438d9dddf2ad
+  serve() { "$PY" -m pip install --quiet -c constraints-serving.txt "$@"; }
+  serve "torch==${TORCH_VERSION}"
+  serve cmake ninja packaging setuptools==80.10.2 setuptools-scm setuptools-rust \
+    wheel==0.48.0 jinja2 numpy
+  cache=${XDG_CACHE_HOME:-$HOME/.cache}/torch_tpu/serving
+  mkdir -p "$cache"
+  sdist=$cache/vllm-0.32.0.tar.gz
+  if ! echo "$VLLM_SDIST_SHA256  $sdist" | sha256sum -c --quiet 2>/dev/null; then
+    curl -sSfL -o "$sdist" "$VLLM_SDIST_URL" || fail "could not download $VLLM_SDIST_URL"
+    echo "$VLLM_SDIST_SHA256  $sdist" | sha256sum -c --quiet || fail "$sdist: wrong sha256"
+  fi
+  wheels=$(mktemp -d)
+  (cd "$wheels" && VLLM_TARGET_DEVICE=empty MAX_JOBS=1 TORCH_DEVICE_BACKEND_AUTOLOAD=0 \
+    "$PY" -m pip wheel --quiet --no-deps --no-build-isolation "$sdist" -w "$wheels")
+  "$PY" -m pip install --quiet --no-deps "$wheels"/vllm-0.32.0*.whl
+  rm -rf "$wheels"
+  # Every other package at its pinned version, as resolved once with vLLM's
+  # requirements (constraints-serving.txt says how).
+  "$PY" -m pip install --quiet --no-deps -r constraints-serving.txt
+  TORCH_DEVICE_BACKEND_AUTOLOAD=0 "$PY" -m pip install --quiet --no-deps --no-build-isolation -e .
+  "$PY" -c 'import vllm, torch_tpu.vllm; print("vllm", vllm.__version__)'
+  "$PY" -m torch_tpu.info
+  echo "setup.sh --serving: done in $((SECONDS - start)) s"
+  exit 0
+fi
+
 install "torch==${TORCH_VERSION}"
 # The CPU PJRT plugins: on x86-64 lammps-jax-pjrt-cpu, a newer XLA build, is
 # the default device (its jax requirement is for its own LAMMPS use: the
