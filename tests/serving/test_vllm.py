@@ -18,8 +18,9 @@ import json, sys
 from vllm import LLM, SamplingParams
 from vllm.inputs import TokensPrompt
 path, prompts, kw = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
+kw.setdefault("kv_cache_memory_bytes", 64 << 20)
 llm = LLM(model=path, dtype="float32", max_model_len=128, max_num_seqs=8,
-          max_num_batched_tokens=128, gpu_memory_utilization=0.05, **kw)
+          max_num_batched_tokens=128, **kw)
 sp = SamplingParams(temperature=0, max_tokens=12, ignore_eos=True)
 outs = llm.generate([TokensPrompt(prompt_token_ids=p) for p in prompts], sp)
 print("TOKENS " + json.dumps([list(o.outputs[0].token_ids) for o in outs]))
@@ -40,11 +41,15 @@ def _hf_greedy(path, prompts, n=12):
                        do_sample=False)[0, len(p):].tolist() for p in prompts]
 
 
-def _vllm(path, prompts, tmp_path, **kw):
+def _run(path, prompts, tmp_path, env=(), **kw):
     env = dict(os.environ, VLLM_CACHE_ROOT=str(tmp_path / "vllm_cache"),
-               VLLM_ENABLE_V1_MULTIPROCESSING="0")
-    r = subprocess.run([sys.executable, "-c", _RUN, path, json.dumps(prompts), json.dumps(kw)],
-                       capture_output=True, text=True, env=env, timeout=900)
+               VLLM_ENABLE_V1_MULTIPROCESSING="0", **dict(env))
+    return subprocess.run([sys.executable, "-c", _RUN, path, json.dumps(prompts),
+                           json.dumps(kw)], capture_output=True, text=True, env=env, timeout=900)
+
+
+def _vllm(path, prompts, tmp_path, env=(), **kw):
+    r = _run(path, prompts, tmp_path, env, **kw)
     assert r.returncode == 0, (r.stdout + r.stderr)[-6000:]
     assert "vLLM on tpu" in r.stdout + r.stderr  # the platform plugin was active
     line = [ln for ln in r.stdout.splitlines() if ln.startswith("TOKENS ")]
@@ -52,7 +57,45 @@ def _vllm(path, prompts, tmp_path, **kw):
     return json.loads(line[-1][len("TOKENS "):]), r.stdout + r.stderr
 
 
-def test_llm_greedy_tokens_equal_hf_on_the_cpu_eager(llama, tmp_path):
-    got, log = _vllm(llama, PROMPTS, tmp_path, enforce_eager=True)
+@pytest.mark.parametrize("eager", [True, False], ids=["eager", "compiled"])
+def test_llm_greedy_tokens_equal_hf_on_the_cpu(llama, tmp_path, eager):
+    # compiled: vLLM's default piecewise compile (through torch._dynamo's
+    # aot_compile), each piece between attention ops a tpu program
+    got, log = _vllm(llama, PROMPTS, tmp_path, enforce_eager=eager)
     assert got == _hf_greedy(llama, PROMPTS)
-    assert "KV cache" in log  # the budget the worker chose is logged
+    assert "KV cache 0.06 GiB (kv_cache_memory_bytes)" in log, log[-3000:]
+
+
+def test_kv_budget_follows_gpu_memory_utilization_of_free_host_memory(llama, tmp_path):
+    # No kv_cache_memory_bytes: the budget is gpu_memory_utilization of the
+    # host memory free at start, less weights, activations and the reserve.
+    got, log = _vllm(llama, PROMPTS[:1], tmp_path, env={"TORCH_TPU_VLLM_RESERVE_GIB": "0.1"},
+                     enforce_eager=True, kv_cache_memory_bytes=None,
+                     gpu_memory_utilization=0.02)
+    assert got == _hf_greedy(llama, PROMPTS[:1])
+    assert "gpu_memory_utilization 0.02 gives this engine" in log, log[-3000:]
+    assert "GiB runtime reserve" in log
+
+
+def test_a_kv_budget_too_small_is_a_clear_error(llama, tmp_path):
+    r = _run(llama, PROMPTS[:1], tmp_path, enforce_eager=True, kv_cache_memory_bytes=None,
+             gpu_memory_utilization=0.001)
+    assert r.returncode != 0
+    assert "tpu: no memory left for the KV cache" in r.stderr, r.stderr[-3000:]
+
+
+def test_unknown_model_path_and_a_prompt_longer_than_the_model(llama, tmp_path):
+    r = _run(str(tmp_path / "no_such_model"), PROMPTS[:1], tmp_path, enforce_eager=True)
+    assert r.returncode != 0 and "no_such_model" in r.stderr
+    r = _run(llama, [list(range(5, 200))], tmp_path, enforce_eager=True)
+    assert r.returncode != 0
+    assert "longer than the maximum model length" in r.stderr, r.stderr[-3000:]
+
+
+@pytest.mark.parametrize("arch", ["qwen3", "mistral", "gemma3", "gpt2", "qwen3_moe"])
+def test_vllms_own_model_code_gives_hf_tokens(arch, tmp_path):
+    # vLLM's definitions of each family (Gemma 3: sliding-window layers;
+    # Qwen3-MoE: the experts and router in PyTorch ops, torch_tpu.vllm.moe)
+    path = models.make(str(tmp_path / arch), arch)
+    got, _ = _vllm(path, PROMPTS, tmp_path, enforce_eager=True)
+    assert got == _hf_greedy(path, PROMPTS)

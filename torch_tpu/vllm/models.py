@@ -3,9 +3,18 @@ Hugging Face config per architecture, weights drawn from a seed, and a BPE
 tokenizer trained here from a fixed text (no hub access)."""
 import os
 
+_DENSE = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+              num_key_value_heads=2, head_dim=16)
 ARCHS = {
-    "llama": dict(model_type="llama", hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                  num_attention_heads=4, num_key_value_heads=2, head_dim=16),
+    "llama": dict(model_type="llama", **_DENSE),
+    "qwen3": dict(model_type="qwen3", **_DENSE),
+    "mistral": dict(model_type="mistral", sliding_window=None, **_DENSE),
+    # every other layer local (sliding window 8), as Gemma 3 alternates them
+    "gemma3": dict(model_type="gemma3_text", sliding_window=8, query_pre_attn_scalar=16,
+                   layer_types=["sliding_attention", "full_attention"], **_DENSE),
+    "gpt2": dict(model_type="gpt2", n_embd=64, n_layer=2, n_head=4, n_inner=128),
+    "qwen3_moe": dict(model_type="qwen3_moe", num_experts=4, num_experts_per_tok=2,
+                      moe_intermediate_size=64, decoder_sparse_step=1, **_DENSE),
 }
 
 _WORDS = ("the a of to and in is it that for on with as was at by an be this from or "
@@ -53,8 +62,9 @@ def make(path, arch="llama", vocab_size=1000, seed=0, dtype="float32", **overrid
     os.makedirs(path, exist_ok=True)
     tok = make_tokenizer(path, vocab_size)
     spec = dict(ARCHS[arch], **overrides)
-    cfg = AutoConfig.for_model(spec.pop("model_type"), vocab_size=len(tok),
-                               max_position_embeddings=512, initializer_range=0.2,
+    positions = {"n_positions": 512} if arch == "gpt2" else {"max_position_embeddings": 512}
+    cfg = AutoConfig.for_model(spec.pop("model_type"), vocab_size=len(tok), **positions,
+                               initializer_range=0.2,
                                bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
                                tie_word_embeddings=False, **spec)
     torch.manual_seed(seed)

@@ -35,6 +35,8 @@ class TpuWorker(Worker):
     def init_device(self):
         from vllm.utils.torch_utils import set_random_seed
 
+        from . import moe  # noqa: F401  (registers the MoE layer for tpu)
+
         self.device = torch.device(f"tpu:{self.local_rank}")
         if self.local_rank >= torch.tpu.device_count():
             raise RuntimeError(f"tpu: worker rank {self.local_rank} has no device "
