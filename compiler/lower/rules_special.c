@@ -306,9 +306,10 @@ static tpr_status_t lower_i1e(lw_ctx_t* ctx) { return bessel_i(ctx, 3); }
 // chlo.zeta is accurate for q > 0 only, so negative q is shifted up by
 // zeta(s, q) = sum_{k<m} (q + k)^-s + zeta(s, q + m), m = ceil(1 - q), in a
 // loop to the largest m of the tensor (the CPU kernel's own loop runs as
-// far). Shifts past kZetaShiftMax (|q| > 2^24: float32 q there is an
-// integer, a pole) give NaN rather than a loop of that length.
-#define kZetaShiftMax 16777216.0
+// far, but per element: here every element runs the tensor's longest
+// shift). Shifts past kZetaShiftMax give NaN rather than a loop that long
+// over every element (a 1029x917 tensor with one q of -1e6 did not finish).
+#define kZetaShiftMax 1024.0
 
 // PyTorch's kernel (Cephes) in the order it decides: s < 1 is NaN, s = 1
 // and the poles of q (non-positive integers, -inf included) +inf. chlo.zeta
