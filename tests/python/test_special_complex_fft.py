@@ -94,7 +94,7 @@ def test_zeta():
     # negative q, shifted up as far as the tensor needs (past 48 terms too),
     # poles, and integer s (the only s a negative q admits)
     s = torch.tensor([2.0, 3.0, 2.0, 4.0, 2.0, 2.0, 3.0, 2.0])
-    q = torch.tensor([-50.5, -60.3, -1000.2, -3.25, -47.5, float("-inf"), -3.0, 0.5])
+    q = torch.tensor([-50.5, -60.3, -200.2, -3.25, -47.5, float("-inf"), -3.0, 0.5])
     compare(torch.special.zeta, s, q, tol=dict(rtol=1e-5, atol=1e-5))
     compare(torch.special.zeta, s.double(), q.double(), tol=dict(rtol=1e-10, atol=1e-10))
 

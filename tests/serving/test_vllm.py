@@ -129,3 +129,37 @@ def test_seeded_sampling_repeats_and_logprobs_match_hf(llama, tmp_path):
         want = [logp[len(p) - 1 + i, t].item() for i, t in enumerate(toks)]
         # float32 end to end: the same sums in another order
         torch.testing.assert_close(torch.tensor(lps), torch.tensor(want), rtol=1e-4, atol=1e-4)
+
+
+_TP = """
+import json, sys
+from vllm import LLM, SamplingParams
+from vllm.inputs import TokensPrompt
+
+
+def main():
+    path, prompts = sys.argv[1], json.loads(sys.argv[2])
+    llm = LLM(model=path, dtype="float32", max_model_len=128, max_num_seqs=8,
+              max_num_batched_tokens=128, enforce_eager=True, kv_cache_memory_bytes=64 << 20,
+              tensor_parallel_size=2)
+    outs = llm.generate([TokensPrompt(prompt_token_ids=p) for p in prompts],
+                        SamplingParams(temperature=0, max_tokens=12, ignore_eos=True))
+    print("TOKENS " + json.dumps([list(o.outputs[0].token_ids) for o in outs]))
+
+
+if __name__ == "__main__":  # workers are spawned
+    main()
+"""
+
+
+def test_tensor_parallel_2_over_tpu_dist_gives_the_hf_tokens(llama, tmp_path):
+    # two spawned worker processes, one tpu device each, collectives on tpu_dist
+    script = tmp_path / "tp.py"
+    script.write_text(_TP)
+    env = dict(os.environ, VLLM_CACHE_ROOT=str(tmp_path / "vllm_cache"))
+    r = subprocess.run([sys.executable, str(script), llama, json.dumps(PROMPTS)],
+                       capture_output=True, text=True, env=env, timeout=900)
+    assert r.returncode == 0, (r.stdout + r.stderr)[-6000:]
+    line = [ln for ln in r.stdout.splitlines() if ln.startswith("TOKENS ")]
+    assert json.loads(line[-1][len("TOKENS "):]) == _hf_greedy(llama, PROMPTS)
+    assert "world_size=2" in r.stdout + r.stderr

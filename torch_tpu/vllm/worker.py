@@ -37,6 +37,11 @@ class TpuWorker(Worker):
 
         from . import moe  # noqa: F401  (registers the MoE layer for tpu)
 
+        # As under torchrun: the CPU plugin then presents one device per
+        # local rank (read when the device starts, which is below).
+        world = self.parallel_config.world_size
+        os.environ.setdefault("LOCAL_WORLD_SIZE", str(world))
+        os.environ.setdefault("LOCAL_RANK", str(self.local_rank))
         self.device = torch.device(f"tpu:{self.local_rank}")
         if self.local_rank >= torch.tpu.device_count():
             raise RuntimeError(f"tpu: worker rank {self.local_rank} has no device "
