@@ -51,6 +51,9 @@ COMMAND_TESTS = {
     "export TORCH_TPU_TORCHVISION_WITHOUT_OPS=1":
         (".ci/run", None, "TORCH_TPU_TORCHVISION_WITHOUT_OPS=1 python -m pytest"),
     "./test.sh": (".ci/run", None, "./test.sh"),
+    "python3 -m venv venv-serve && . venv-serve/bin/activate && ./setup.sh --serving":
+        (".ci/run", None, "./setup.sh --serving"),
+    "python -m pytest tests/serving": (".ci/run", None, "-p no:cacheprovider tests/serving"),
 }
 
 
