@@ -54,12 +54,15 @@ class TpuWorker(Worker):
         gc.collect()
         free, total = torch.tpu.mem_get_info(self.device)
         self.init_free_memory, self.init_total_memory = free, total
-        self.requested_memory = int(free * self.cache_config.gpu_memory_utilization)
+        # The local ranks of a host-memory device share the host's memory.
+        share = int(os.environ["LOCAL_WORLD_SIZE"]) if host_memory_device() else 1
+        self.requested_memory = int(free * self.cache_config.gpu_memory_utilization / share)
         if host_memory_device():
             logger.info("tpu:%d (host memory): %s GiB free of %s GiB at start; "
-                        "gpu_memory_utilization %.2f gives this engine %s GiB",
+                        "gpu_memory_utilization %.2f gives this engine %s GiB%s",
                         self.local_rank, _gib(free), _gib(total),
-                        self.cache_config.gpu_memory_utilization, _gib(self.requested_memory))
+                        self.cache_config.gpu_memory_utilization, _gib(self.requested_memory),
+                        f" (1/{share}: local ranks share it)" if share > 1 else "")
         self._init_workspace_and_model_runner()
 
     def _make_model_runner(self):
