@@ -1,20 +1,20 @@
 """Paged attention on tpu (torch_tpu.vllm.attention) against dense causal
 attention per request on the CPU: a mixed batch (a long prefill, a chunk of
 a prefill whose start is cached, decodes), grouped-query heads, scattered
-blocks, with and without a sliding window. float32: matmuls and a softmax in
-another order, so rtol/atol 1e-5."""
+blocks, with and without a sliding window, NaN in the slots no request
+wrote. float32: matmuls and a softmax in another order, so rtol/atol 1e-5."""
 import pytest
 import torch
 
 from torch_tpu.vllm.attention import TpuAttentionMetadata, paged_attention
 
 
-def _case(window, heads=4, kv_heads=2, d=16, bs=4, seed=0):
+def _case(window, heads=4, kv_heads=2, d=16, bs=4, seed=0, stale=0.0):
     g = torch.Generator().manual_seed(seed)
     # (cached tokens before this step, tokens this step) per request
     reqs = [(0, 9), (6, 5), (13, 1), (3, 1), (0, 1)]
     nblocks = 64
-    cache = torch.zeros(nblocks, kv_heads, bs, 2 * d)
+    cache = torch.full((nblocks, kv_heads, bs, 2 * d), stale)  # slots no request wrote
     perm = torch.randperm(nblocks - 1, generator=g) + 1  # block 0 unused
     tables, k_all, v_all, q_all, starts, used = [], [], [], [], [0], 0
     for cached, new in reqs:
@@ -64,4 +64,11 @@ def _case(window, heads=4, kv_heads=2, d=16, bs=4, seed=0):
 @pytest.mark.parametrize("window", [None, 5])
 def test_mixed_batch_gqa_scattered_blocks(window):
     got, want = _case(window)
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_stale_nan_in_unwritten_slots_is_never_read():
+    # a block's slots past its request's length may hold another request's
+    # values, inf or NaN among them
+    got, want = _case(None, stale=float("nan"))
     torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)

@@ -117,8 +117,9 @@ class TpuAttentionImpl(AttentionImpl):
             slots = m.slot_mapping[:n]
             bs = kv_cache.shape[2]
             blk, off = slots // bs, slots % bs
-            kv_cache[blk, :, off, :d] = key[:n].to(kv_cache.dtype)
-            kv_cache[blk, :, off, d:] = value[:n].to(kv_cache.dtype)
+            # one write of K and V side by side: each write updates the
+            # whole cache's storage
+            kv_cache[blk, :, off] = torch.cat([key[:n], value[:n]], -1).to(kv_cache.dtype)
         out = paged_attention(query[:n], kv_cache, m, self.scale, self.num_kv_heads,
                               self.sliding_window, self.logits_soft_cap, self.sinks)
         output[:n] = out.reshape(output[:n].shape).to(output.dtype)
@@ -133,7 +134,11 @@ def paged_attention(query, kv_cache, m, scale, num_kv_heads, sliding_window=None
     dev = query.device
     R, L = m.num_reqs, m.max_query_len
     bs = kv_cache.shape[2]
+    # Blocks gathered per request: a power of two (rows past a request's own
+    # blocks name the null block 0 and are masked), so that decoding steps
+    # reuse a few executables as sequences grow.
     nblk = max((m.max_seq_len + bs - 1) // bs, 1)
+    nblk = min(1 << (nblk - 1).bit_length(), m.block_table.shape[1])
     S = nblk * bs
     g = heads // num_kv_heads
     qsl = m.query_start_loc[:R + 1].to(torch.int64)
@@ -147,13 +152,17 @@ def paged_attention(query, kv_cache, m, scale, num_kv_heads, sliding_window=None
     # keys and values per request: [R, kvh, S, d]
     kv = kv_cache[m.block_table[:R, :nblk].to(torch.int64)]  # [R, nblk, kvh, bs, 2d]
     kv = kv.permute(0, 2, 1, 3, 4).reshape(R, num_kv_heads, S, 2 * d).float()
+    s = torch.arange(S, device=dev)
+    # Slots past a request's length hold whatever the block held before
+    # (another request's values, or none): zeroed, so that a masked weight
+    # of 0 never meets a stale inf or NaN.
+    kv = kv.masked_fill(~(s[None] < seq[:, None])[:, None, :, None], 0.0)
     k, v = kv[..., :d], kv[..., d:]
     scores = torch.matmul(q, k.unsqueeze(2).transpose(-1, -2)) * scale  # [R, kvh, g, L, S]
     if soft_cap:
         scores = torch.tanh(scores / soft_cap) * soft_cap
     # query j of request r is at position seq - qlen + j
     qpos = (seq - qlen)[:, None] + j[None]  # [R, L]
-    s = torch.arange(S, device=dev)
     allowed = (s[None, None] <= qpos[..., None]) & (s[None, None] < seq[:, None, None])
     if sliding_window is not None and sliding_window > 0:
         allowed &= s[None, None] > qpos[..., None] - sliding_window
