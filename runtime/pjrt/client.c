@@ -77,8 +77,9 @@ static tpr_status_t read_platform(tpr_client_t* c) {
   return tpr_ok_status();
 }
 
-// An integer file of the cgroup (v2) this process runs in, or -1 ("max",
-// missing, unreadable).
+// An integer file of the cgroup (v2) mounted at /sys/fs/cgroup (a
+// container's own, under cgroup namespaces), or -1 ("max", missing,
+// unreadable: the root cgroup has no memory.max).
 static int64_t cgroup_value(const char* name) {
   char path[256];
   snprintf(path, sizeof path, "/sys/fs/cgroup/%s", name);
