@@ -264,7 +264,6 @@ tpr_status_t tpr_pending_drain(void) {
 
 tpr_status_t tpr_eager_synchronize(int ordinal) {
   (void)ordinal;
-  TPR_RETURN_IF_ERROR(tpr_eager_check_process());
-  TPR_RETURN_IF_ERROR(tpr_eager_flush(TPR_CUT_SYNCHRONIZE));
+  TPR_RETURN_IF_ERROR(tpr_eager_flush(TPR_CUT_SYNCHRONIZE));  // (checks the process)
   return tpr_pending_drain();
 }

@@ -353,6 +353,14 @@ tpr_value_t lw_isnan(tpr_graph_t* g, tpr_value_t x) {
   return lw_cmp(g, TPR_CMP_NE, x, x);
 }
 
+tpr_value_t lw_reduce_all(tpr_graph_t* g, tpr_value_t v, tpr_reduce_op_t op) {
+  const tpr_type_t* t = tpr_value_type(g, v);
+  if (!t || t->rank == 0) return v;
+  int64_t all[TPR_MAX_RANK];
+  for (int i = 0; i < t->rank; i++) all[i] = i;
+  return tpr_reduce(g, v, op, all, t->rank);
+}
+
 tpr_value_t lw_digamma(tpr_graph_t* g, tpr_value_t x) {
   tpr_value_t zero = lw_cmpk(g, TPR_CMP_EQ, x, 0);
   return lw_sel(g, zero, lw_div(g, lw_k(g, x, -1), x), lw_un(g, TPR_UNARY_DIGAMMA, x));

@@ -214,6 +214,8 @@ tpr_value_t lw_isnan(tpr_graph_t* g, tpr_value_t x);
 // is returned as it is (its denormals are float32 normals when computed).
 tpr_value_t lw_flush_denormal(tpr_graph_t* g, tpr_value_t x);
 
+// |v| reduced over every dimension with |op| (rank 0: |v| itself).
+tpr_value_t lw_reduce_all(tpr_graph_t* g, tpr_value_t v, tpr_reduce_op_t op);
 // digamma with PyTorch's signed poles at zero: digamma(+-0) = -+inf
 // (-1/x). The plugins' digamma gave NaN at +0 (xla-cpu-pjrt 0.0.1) and
 // -inf at -0 (lammps-jax-pjrt-cpu 0.11.2).

@@ -21,8 +21,6 @@ static tpr_status_t need_real_float(lw_ctx_t* ctx, tpr_dtype_t cd) {
   return TPR_OK;
 }
 
-#define poly lw_polevl
-
 // Clenshaw sum of the Chebyshev series |c| at y (Cephes chbevl).
 static tpr_value_t cheb(tpr_graph_t* g, tpr_value_t y, const double* c, int n) {
   tpr_value_t b0 = lw_k(g, y, c[0]), b1 = lw_k(g, y, 0), b2 = b1;
@@ -120,8 +118,8 @@ static tpr_value_t bessel_asym(tpr_graph_t* g, tpr_value_t x, tpr_value_t w, int
   const double *qp = order ? kJ1QP : kJ0QP, *qq = order ? kJ1QQ : kJ0QQ;
   double phase = order ? 2.356194490192344928846982537459627163
                        : 0.785398163397448309615660845819875721;
-  tpr_value_t p = lw_div(g, poly(g, w, pp, 7), poly(g, w, pq, 7));
-  tpr_value_t q = lw_div(g, poly(g, w, qp, 8), poly(g, w, qq, 7));
+  tpr_value_t p = lw_div(g, lw_polevl(g, w, pp, 7), lw_polevl(g, w, pq, 7));
+  tpr_value_t q = lw_div(g, lw_polevl(g, w, qp, 8), lw_polevl(g, w, qq, 7));
   tpr_value_t t = lw_sub(g, x, K(phase));
   tpr_value_t fq = lw_mul(g, lw_div(g, K(5), x), q);
   tpr_value_t r = y ? lw_add(g, lw_mul(g, p, SIN(t)), lw_mul(g, fq, COS(t)))
@@ -135,8 +133,8 @@ static tpr_value_t j0_of(tpr_graph_t* g, tpr_value_t x) {
   tpr_value_t tiny = lw_sub(g, K(1), lw_div(g, z, K(4)));
   tpr_value_t mid = lw_div(g, lw_mul(g, lw_mul(g, lw_sub(g, z, K(5.78318596294678452118e+00)),
                                                lw_sub(g, z, K(3.04712623436620863991e+01))),
-                                     poly(g, z, kJ0RP, 4)),
-                           poly(g, z, kJ0RQ, 8));
+                                     lw_polevl(g, z, kJ0RP, 4)),
+                           lw_polevl(g, z, kJ0RQ, 8));
   tpr_value_t lo = lw_sel(g, lw_cmpk(g, TPR_CMP_LT, x, 1e-5), tiny, mid);
   tpr_value_t hi = bessel_asym(g, x, lw_div(g, K(25), z), 0, false);
   return lw_sel(g, lw_cmpk(g, TPR_CMP_LE, x, 5), lo, hi);
@@ -145,8 +143,8 @@ static tpr_value_t j0_of(tpr_graph_t* g, tpr_value_t x) {
 static tpr_value_t j1_of(tpr_graph_t* g, tpr_value_t x) {
   tpr_value_t ax = ABS(x);
   tpr_value_t z = lw_mul(g, ax, ax);
-  tpr_value_t lo = lw_mul(g, lw_mul(g, lw_mul(g, lw_div(g, poly(g, z, kJ1RP, 4),
-                                                        poly(g, z, kJ1RQ, 8)),
+  tpr_value_t lo = lw_mul(g, lw_mul(g, lw_mul(g, lw_div(g, lw_polevl(g, z, kJ1RP, 4),
+                                                        lw_polevl(g, z, kJ1RQ, 8)),
                                               ax),
                                     lw_sub(g, z, K(1.46819706421238932572e+01))),
                           lw_sub(g, z, K(4.92184563216946036703e+01)));
@@ -158,7 +156,7 @@ static tpr_value_t j1_of(tpr_graph_t* g, tpr_value_t x) {
 
 static tpr_value_t y0_of(tpr_graph_t* g, tpr_value_t x) {
   tpr_value_t z = lw_mul(g, x, x);
-  tpr_value_t lo = lw_add(g, lw_div(g, poly(g, z, kY0YP, 8), poly(g, z, kY0YQ, 7)),
+  tpr_value_t lo = lw_add(g, lw_div(g, lw_polevl(g, z, kY0YP, 8), lw_polevl(g, z, kY0YQ, 7)),
                           lw_mul(g, lw_mul(g, K(kTwoOverPi), LOG(x)), j0_of(g, x)));
   lo = lw_sel(g, lw_cmpk(g, TPR_CMP_LT, x, 0), K(NAN), lo);
   lo = lw_sel(g, lw_cmpk(g, TPR_CMP_EQ, x, 0), K(-INFINITY), lo);
@@ -169,7 +167,7 @@ static tpr_value_t y0_of(tpr_graph_t* g, tpr_value_t x) {
 static tpr_value_t y1_of(tpr_graph_t* g, tpr_value_t x) {
   tpr_value_t z = lw_mul(g, x, x);
   tpr_value_t lo = lw_add(
-      g, lw_mul(g, x, lw_div(g, poly(g, z, kY1YP, 6), poly(g, z, kY1YQ, 8))),
+      g, lw_mul(g, x, lw_div(g, lw_polevl(g, z, kY1YP, 6), lw_polevl(g, z, kY1YQ, 8))),
       lw_mul(g, K(kTwoOverPi),
              lw_sub(g, lw_mul(g, j1_of(g, x), LOG(x)), lw_div(g, K(1), x))));
   lo = lw_sel(g, lw_cmpk(g, TPR_CMP_LT, x, 0), K(NAN), lo);
@@ -291,7 +289,7 @@ static tpr_value_t sph_j0_of(tpr_graph_t* g, tpr_value_t x) {
   static const double c[] = {1.0 / 6227020800.0, -1.0 / 39916800.0, 1.0 / 362880.0,
                              -1.0 / 5040.0,      1.0 / 120.0,        -1.0 / 6.0, 1.0};
   tpr_value_t ax = ABS(x);
-  tpr_value_t series = poly(g, lw_mul(g, x, x), c, KN(c));
+  tpr_value_t series = lw_polevl(g, lw_mul(g, x, x), c, KN(c));
   tpr_value_t r = lw_sel(g, lw_cmpk(g, TPR_CMP_LT, ax, 0.5), series,
                          lw_div(g, SIN(x), x));
   return lw_sel(g, lw_cmpk(g, TPR_CMP_EQ, ax, INFINITY), K(0), r);
@@ -332,8 +330,8 @@ static tpr_value_t airy_ai_of(tpr_graph_t* g, tpr_value_t x) {
   // Ai(-501) by 6e-5 on lammps-jax-pjrt-cpu 0.11.2.
   tpr_value_t zeta_n = lw_div_exact(g, lw_mul(g, lw_mul(g, K(2), nx), snx), 3);
   tpr_value_t z = lw_div(g, K(1), zeta_n), zz = lw_mul(g, z, z);
-  tpr_value_t f = lw_div(g, poly(g, zz, kAiAFN, KN(kAiAFN)), poly(g, zz, kAiAFD, KN(kAiAFD)));
-  tpr_value_t gg = lw_div(g, poly(g, zz, kAiAGN, KN(kAiAGN)), poly(g, zz, kAiAGD, KN(kAiAGD)));
+  tpr_value_t f = lw_div(g, lw_polevl(g, zz, kAiAFN, KN(kAiAFN)), lw_polevl(g, zz, kAiAFD, KN(kAiAFD)));
+  tpr_value_t gg = lw_div(g, lw_polevl(g, zz, kAiAGN, KN(kAiAGN)), lw_polevl(g, zz, kAiAGD, KN(kAiAGD)));
   tpr_value_t t = lw_add(g, zeta_n, K(0.25 * 3.14159265358979323846));
   tpr_value_t neg = lw_mul(g, lw_div(g, K(inv_sqrt_pi), SQRT(snx)),
                            lw_sub(g, lw_mul(g, SIN(t), lw_add(g, K(1), lw_mul(g, zz, f))),
@@ -343,8 +341,8 @@ static tpr_value_t airy_ai_of(tpr_graph_t* g, tpr_value_t x) {
   tpr_value_t zeta = lw_div_exact(g, lw_mul(g, lw_mul(g, K(2), x), sx), 3);
   tpr_value_t iz = lw_div(g, K(1), zeta);
   tpr_value_t pos = lw_div(g, lw_mul(g, K(inv_sqrt_pi),
-                                     lw_div(g, poly(g, iz, kAiAN, KN(kAiAN)),
-                                            poly(g, iz, kAiAD, KN(kAiAD)))),
+                                     lw_div(g, lw_polevl(g, iz, kAiAN, KN(kAiAN)),
+                                            lw_polevl(g, iz, kAiAD, KN(kAiAD)))),
                            lw_mul(g, lw_mul(g, K(2), SQRT(sx)), EXP(zeta)));
   // Otherwise the Maclaurin series Ai = c1 f - c2 g (converged well before
   // the last term for |x| < 2.09).

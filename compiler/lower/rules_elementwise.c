@@ -489,11 +489,7 @@ static tpr_status_t lower_fma(lw_ctx_t* ctx) {
 // everywhere (at most ~90 rounds for 64-bit values). Carried: a, b.
 static void gcd_cond(tpr_graph_t* g, void* user, const tpr_value_t* a, tpr_value_t* r) {
   (void)user;
-  const tpr_type_t* t = tpr_value_type(g, a[1]);
-  int64_t all[TPR_MAX_RANK];
-  for (int i = 0; i < t->rank; i++) all[i] = i;
-  tpr_value_t nz = lw_cmpk(g, TPR_CMP_NE, a[1], 0);
-  r[0] = t->rank ? tpr_reduce(g, nz, TPR_REDUCE_OR, all, t->rank) : nz;
+  r[0] = lw_reduce_all(g, lw_cmpk(g, TPR_CMP_NE, a[1], 0), TPR_REDUCE_OR);
 }
 
 static void gcd_body(tpr_graph_t* g, void* user, const tpr_value_t* a, tpr_value_t* r) {

@@ -717,10 +717,7 @@ enum { IG_IT, IG_A, IG_X, IG_USE, IG_S1, IG_S2, IG_S3, IG_COUNT };
 static tpr_value_t ig_pending(tpr_graph_t* g, const tpr_value_t* a, tpr_value_t step) {
   tpr_value_t busy = tpr_binary(g, TPR_BINARY_AND, a[IG_USE],
                                 lw_cmp(g, TPR_CMP_GT, step, lw_k(g, step, 0x1p-53)));
-  const tpr_type_t* t = tpr_value_type(g, busy);
-  int64_t all[TPR_MAX_RANK];
-  for (int i = 0; i < t->rank; i++) all[i] = i;
-  tpr_value_t any = tpr_reduce(g, busy, TPR_REDUCE_OR, all, t->rank);
+  tpr_value_t any = lw_reduce_all(g, busy, TPR_REDUCE_OR);
   tpr_value_t more = lw_cmpk(g, TPR_CMP_LT, a[IG_IT], IG_MAX_ITER);
   return tpr_binary(g, TPR_BINARY_AND, any, more);
 }

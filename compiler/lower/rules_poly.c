@@ -3,8 +3,9 @@
 // laguerre_polynomial_l and legendre_polynomial_p, with the semantics of
 // PyTorch's CPU kernels (aten/src/ATen/native/Math.h): the degree is
 // trunc(n) (n past int64, NaN included, counts as negative); n < 0 gives 0;
-// fixed values at the interval ends; for Chebyshev with |x| < 1 above a small degree the
-// trigonometric closed form; otherwise the three-term recurrence.
+// fixed values at the interval ends; for Chebyshev with |x| < 1 above a
+// small degree the trigonometric closed form; otherwise the three-term
+// recurrence.
 //
 // The degree is a runtime tensor:
 //  * Chebyshev: the recurrence is unrolled to K = 64 and p_n picked by
@@ -124,11 +125,8 @@ static void rec_body(tpr_graph_t* g, void* user, const tpr_value_t* a,
 // p_n for n >= 1 (p_0 = 1, p_1 = q1) by the loop; other elements undefined.
 static tpr_value_t rec_loop(tpr_graph_t* g, int which, tpr_value_t x,
                             tpr_value_t n, tpr_value_t q1, double limit) {
-  const tpr_type_t* t = tpr_value_type(g, n);
-  int64_t all[TPR_MAX_RANK];
-  for (int i = 0; i < t->rank; i++) all[i] = i;
   // Largest degree, bounded so that the s64 conversion is exact.
-  tpr_value_t last = tpr_reduce(g, n, TPR_REDUCE_MAX, all, t->rank);
+  tpr_value_t last = lw_reduce_all(g, n, TPR_REDUCE_MAX);
   last = lw_min(g, lw_max(g, last, lw_k(g, last, 0)), lw_k(g, last, limit));
   tpr_value_t init[RC_COUNT] = {
       tpr_constant_i64(g, TPR_DTYPE_S64, 2), lw_cast(g, last, TPR_DTYPE_S64),

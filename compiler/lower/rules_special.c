@@ -348,10 +348,7 @@ static tpr_value_t zeta_any_q(tpr_graph_t* g, tpr_value_t s, tpr_value_t q) {
   tpr_value_t too_far = lw_cmpk(g, TPR_CMP_GT, m, kZetaShiftMax);
   m = lw_sel(g, too_far, lw_k(g, m, 0), m);  // NaN below; no loop that long
   m = lw_sel(g, lw_isnan(g, m), lw_k(g, m, 0), m);
-  const tpr_type_t* t = tpr_value_type(g, m);
-  int64_t all[TPR_MAX_RANK];
-  for (int i = 0; i < t->rank; i++) all[i] = i;
-  tpr_value_t last = lw_cast(g, tpr_reduce(g, m, TPR_REDUCE_MAX, all, t->rank), TPR_DTYPE_S64);
+  tpr_value_t last = lw_cast(g, lw_reduce_all(g, m, TPR_REDUCE_MAX), TPR_DTYPE_S64);
   tpr_value_t init[ZS_COUNT] = {tpr_constant_i64(g, TPR_DTYPE_S64, 0), last, s, q, m,
                                 lw_k(g, q, 0)};
   tpr_value_t out[ZS_COUNT];

@@ -87,10 +87,9 @@ def _compare_tied_index(sample, got, want, dtype_name):
     return None if bool(ok.all()) else "an index points at another value than the mode"
 
 
-# Ops whose vectors are defined up to sign (eigenvectors, singular vectors;
-# the *_lowrank ones also draw their projections from each device's
-# generator): (vector output, its partner sharing each sign, True when the
-# partner holds the vectors as rows). The signs of the tpu result are taken
+# Ops whose vectors are defined up to sign (eigenvectors, singular vectors):
+# (vector output, its partner sharing each sign, True when the partner holds
+# the vectors as rows). The signs of the tpu result are taken
 # from the CPU's before comparing: then equal within the tolerance, or the
 # vectors are wrong.
 BASIS_OPS = {

@@ -19,6 +19,8 @@ from vllm.v1.attention.backend import (AttentionBackend, AttentionImpl,
                                        AttentionMetadataBuilder, AttentionType, MultipleOf)
 from vllm.v1.kv_cache_interface import KVCacheLayout
 
+from .kernels import token_requests
+
 
 class TpuAttentionBackend(AttentionBackend):
     forward_includes_kv_cache_update: bool = True
@@ -134,9 +136,9 @@ def paged_attention(query, kv_cache, m, scale, num_kv_heads, sliding_window=None
     dev = query.device
     R, L = m.num_reqs, m.max_query_len
     bs = kv_cache.shape[2]
-    # Blocks gathered per request: a power of two (rows past a request's own
-    # blocks name the null block 0 and are masked), so that decoding steps
-    # reuse a few executables as sequences grow.
+    # Blocks gathered per request: a power of two (slots past a request's
+    # length are masked below), so that decoding steps reuse a few
+    # executables as sequences grow.
     nblk = max((m.max_seq_len + bs - 1) // bs, 1)
     nblk = min(1 << (nblk - 1).bit_length(), m.block_table.shape[1])
     S = nblk * bs
@@ -153,17 +155,18 @@ def paged_attention(query, kv_cache, m, scale, num_kv_heads, sliding_window=None
     kv = kv_cache[m.block_table[:R, :nblk].to(torch.int64)]  # [R, nblk, kvh, bs, 2d]
     kv = kv.permute(0, 2, 1, 3, 4).reshape(R, num_kv_heads, S, 2 * d).float()
     s = torch.arange(S, device=dev)
+    in_seq = s[None] < seq[:, None]  # [R, S]
     # Slots past a request's length hold whatever the block held before
     # (another request's values, or none): zeroed, so that a masked weight
     # of 0 never meets a stale inf or NaN.
-    kv = kv.masked_fill(~(s[None] < seq[:, None])[:, None, :, None], 0.0)
+    kv = kv.masked_fill(~in_seq[:, None, :, None], 0.0)
     k, v = kv[..., :d], kv[..., d:]
     scores = torch.matmul(q, k.unsqueeze(2).transpose(-1, -2)) * scale  # [R, kvh, g, L, S]
     if soft_cap:
         scores = torch.tanh(scores / soft_cap) * soft_cap
     # query j of request r is at position seq - qlen + j
     qpos = (seq - qlen)[:, None] + j[None]  # [R, L]
-    allowed = (s[None, None] <= qpos[..., None]) & (s[None, None] < seq[:, None, None])
+    allowed = (s[None, None] <= qpos[..., None]) & in_seq[:, None]
     if sliding_window is not None and sliding_window > 0:
         allowed &= s[None, None] > qpos[..., None] - sliding_window
     # rows past a request's queries see key 0 (never read back): no NaN rows
@@ -177,6 +180,5 @@ def paged_attention(query, kv_cache, m, scale, num_kv_heads, sliding_window=None
     out = torch.matmul(probs, v.unsqueeze(2))  # [R, kvh, g, L, d]
     out = out.permute(0, 3, 1, 2, 4).reshape(R, L, heads, d)
     # back to the step's token order
-    t = torch.arange(n, device=dev)
-    req = torch.searchsorted(qsl[1:].contiguous(), t, right=True)
-    return out[req, t - qsl[req]]
+    req = token_requests(qsl, n)
+    return out[req, torch.arange(n, device=dev) - qsl[req]]

@@ -62,8 +62,7 @@ class TpuPlatform(Platform):
                     setattr(comp.pass_config, flag, False)
         if comp.compile_sizes is None:
             comp.compile_sizes = []
-        # vLLM's IR picks each op's implementation per platform; ours is the
-        # PyTorch one (native), lowered by the tpu device.
+        # no Triton kernels run on tpu: nothing to warm up
         kernel = getattr(vllm_config, "kernel_config", None)
         if kernel is not None and hasattr(kernel, "enable_jit_warmup"):
             kernel.enable_jit_warmup = False
@@ -73,9 +72,8 @@ class TpuPlatform(Platform):
         model = vllm_config.model_config
         if model is not None and getattr(model, "enable_sleep_mode", False):
             raise ValueError("tpu: sleep mode (enable_sleep_mode) is not supported")
-        logger.info("vLLM on tpu (%s): worker %s, compile mode %s, KV block size %s",
-                    torch.tpu.get_device_properties(0).plugin
-                    if torch.tpu.is_available() else "no device",
+        # (the device itself starts in the workers, which log it)
+        logger.info("vLLM on tpu: worker %s, compile mode %s, KV block size %s",
                     parallel.worker_cls, comp.mode.name if comp.mode is not None else None,
                     cache.block_size if cache is not None else None)
 

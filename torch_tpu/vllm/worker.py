@@ -54,10 +54,13 @@ class TpuWorker(Worker):
         gc.collect()
         free, total = torch.tpu.mem_get_info(self.device)
         self.init_free_memory, self.init_total_memory = free, total
+        self.host_memory = host_memory_device()
         # The local ranks of a host-memory device share the host's memory.
-        share = int(os.environ["LOCAL_WORLD_SIZE"]) if host_memory_device() else 1
+        share = int(os.environ["LOCAL_WORLD_SIZE"]) if self.host_memory else 1
         self.requested_memory = int(free * self.cache_config.gpu_memory_utilization / share)
-        if host_memory_device():
+        logger.info("tpu:%d on %s", self.local_rank,
+                    torch.tpu.get_device_properties(self.device).plugin)
+        if self.host_memory:
             logger.info("tpu:%d (host memory): %s GiB free of %s GiB at start; "
                         "gpu_memory_utilization %.2f gives this engine %s GiB%s",
                         self.local_rank, _gib(free), _gib(total),
@@ -89,7 +92,7 @@ class TpuWorker(Worker):
                                  f"{_gib(free)} GiB of device memory is free")
             logger.info("tpu: KV cache %s GiB (kv_cache_memory_bytes)", _gib(kv))
             return kv
-        reserve = RUNTIME_RESERVE if host_memory_device() else 0
+        reserve = RUNTIME_RESERVE if self.host_memory else 0
         kv = self.requested_memory - peak - reserve
         logger.info("tpu:%d: KV cache %s GiB = %s GiB budget - %s GiB weights and "
                     "activations (peak) - %s GiB runtime reserve", self.local_rank,
