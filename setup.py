@@ -32,6 +32,7 @@ ext = CppExtension(
     sources=sources,
     include_dirs=[os.path.join(ROOT, "include"), os.path.join(ROOT, "csrc")],
     extra_objects=[CORE_LIB],
+    depends=[CORE_LIB],  # relink when the core changed (ninja skips unchanged objects)
     extra_compile_args={"cxx": ["-O2", "-std=c++17", "-fvisibility=hidden"] + SAN_FLAGS},
     extra_link_args=SAN_FLAGS,
     libraries=["dl", "pthread"],

@@ -103,7 +103,7 @@ py::dict runtime_stats() {
   d["program_compiles"] = ps.programs_compiled;
   d["program_cache_hits"] = ps.programs_cached;
   d["program_runs"] = ps.runs;
-  d["donated_buffers"] = ps.donated_buffers;
+  d["donated_buffers"] = ps.donated_buffers + e.donated_buffers;
   tpr_disk_cache_stats_t dc;
   tpr_disk_cache_get_stats(&dc);
   d["disk_cache_dir"] = tpr_disk_cache_dir();

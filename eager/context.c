@@ -217,8 +217,21 @@ static void push_entry(tpr_buffer_t* buffer, tpr_buffer_t** fresh, int num_fresh
   }
 }
 
-void tpr_pending_push(tpr_buffer_t* buffer) {
-  push_entry(buffer, NULL, 0, tpr_buffer_byte_size(buffer));
+void tpr_pending_push(tpr_buffer_t* buffer, size_t bytes) {
+  push_entry(buffer, NULL, 0, bytes);
+}
+
+bool tpr_pending_can_donate(const tpr_buffer_t* b, int refs) {
+  if (!b || tpr_buffer_is_donated(b)) return false;
+  int held = 0;  // this queue's references: it only awaits, which a donated
+                 // buffer no longer needs
+  pthread_mutex_lock(&pending_lock);
+  for (int i = 0; i < pending_count; i++) {
+    held += pending[i].buffer == b;
+    for (int k = 0; k < pending[i].num_fresh; k++) held += pending[i].fresh[k] == b;
+  }
+  pthread_mutex_unlock(&pending_lock);
+  return tpr_buffer_holders(b) - held == refs;
 }
 
 void tpr_pending_push_results(tpr_buffer_t* first, tpr_buffer_t** fresh, int num_fresh,

@@ -13,6 +13,7 @@ typedef struct slot {
   tpr_storage_t* storage;  // NULL once the storage died (its value is dropped)
   tpr_value_t base;        // parameter holding the storage's buffer, or NONE
   tpr_value_t current;     // value after the graph's writes, or NONE
+  int param;               // index of |base| among the parameters, or -1
 } slot_t;
 
 // A slot's state before the op being built changed it (for rollback).
@@ -42,6 +43,10 @@ static int* result_slots;  // slot index of each graph result
 static int cap_results;
 static tpr_buffer_t** results;
 static int cap_result_buffers;
+static int32_t* result_params;  // per result: the parameter it updates in place, or -1
+static int cap_result_params;
+static bool* donate;            // per parameter
+static int cap_donate;
 
 static tpr_eager_stats_t stats;
 // Strict mode: the call whose graph is being built, to be remembered for
@@ -210,6 +215,7 @@ static tpr_status_t get_slot(tpr_storage_t* storage, slot_t** out) {
   s->storage = storage;
   s->base = TPR_VALUE_NONE;
   s->current = TPR_VALUE_NONE;
+  s->param = -1;
   *out = s;
   return tpr_ok_status();
 }
@@ -236,8 +242,10 @@ static tpr_status_t ensure_base(slot_t* slot, tpr_dtype_t dtype_if_new) {
   if (slot->base != TPR_VALUE_NONE) return tpr_ok_status();
   if (slot->storage->lost) return lost_error();
   TPR_RETURN_IF_ERROR(save_slot(slot));
-  if (slot->storage->buffer)
+  if (slot->storage->buffer) {
+    slot->param = num_params;
     return add_param(tpr_buffer_retain(slot->storage->buffer), &slot->base);
+  }
   size_t item = tpr_dtype_size(dtype_if_new);
   if (!item) return TPR_ERR(INVALID_ARGUMENT, "unsupported dtype %d", (int)dtype_if_new);
   int64_t numel = (int64_t)(slot->storage->nbytes / item);
@@ -429,6 +437,29 @@ tpr_status_t tpr_eager_get_executable_locked(tpr_graph_t* graph,
   return tpr_ok_status();
 }
 
+void tpr_eager_choose_donations(tpr_buffer_t* const* params, int num_params,
+                                const int32_t* result_params, int num_results,
+                                int refs, bool* donate) {
+  for (int i = 0; i < num_params; i++) donate[i] = false;
+  for (int r = 0; r < num_results; r++) {
+    int p = result_params[r];
+    if (p < 0 || p >= num_params) continue;
+    bool once = true;  // PJRT rejects a donated buffer passed twice
+    for (int j = 0; j < num_params && once; j++) once = j == p || params[j] != params[p];
+    donate[p] = once && tpr_pending_can_donate(params[p], refs);
+    stats.donated_buffers += donate[p];
+  }
+}
+
+size_t tpr_eager_fresh_bytes(tpr_buffer_t* const* results, const int32_t* result_params,
+                             int num_results, const bool* donate) {
+  size_t bytes = 0;
+  for (int r = 0; r < num_results; r++)
+    if (result_params[r] < 0 || !donate[result_params[r]])
+      bytes += tpr_buffer_byte_size(results[r]);
+  return bytes;
+}
+
 // Compiles (or finds) and runs the pending graph, then swaps its results
 // into the storages it wrote. Storages that died meanwhile are not results.
 static tpr_status_t execute_pending(void) {
@@ -438,11 +469,29 @@ static tpr_status_t execute_pending(void) {
     if (!sl->storage || sl->current == TPR_VALUE_NONE || sl->current == sl->base)
       continue;
     GROW(result_slots, cap_results, num_results + 1);
-    result_slots[num_results++] = i;
+    GROW(result_params, cap_result_params, num_results + 1);
+    result_slots[num_results] = i;
+    result_params[num_results++] = -1;
     tpr_graph_add_result(graph, sl->current);
   }
   TPR_RETURN_IF_ERROR(tpr_graph_status(graph));
   if (num_results == 0) return tpr_ok_status();
+  // A storage's new value takes the place of its old buffer (an alias the
+  // program is compiled with), so that updating a window of a large storage
+  // (a KV cache's slots, an optimizer's state) costs the window when the
+  // buffer can be donated. Where it cannot, the runtime copies it first.
+  for (int r = 0; r < num_results; r++) {
+    const slot_t* sl = &slots[result_slots[r]];
+    if (sl->param < 0 || sl->param >= num_params) continue;
+    const tpr_buffer_t* b = params[sl->param];
+    tpr_type_t pt = tpr_type_make(tpr_buffer_dtype(b), tpr_buffer_rank(b),
+                                  tpr_buffer_dims(b));
+    const tpr_type_t* rt = tpr_value_type(graph, sl->current);
+    if (!rt || !tpr_type_equal(rt, &pt)) continue;
+    tpr_graph_alias(graph, sl->param, r);
+    result_params[r] = sl->param;
+  }
+  TPR_RETURN_IF_ERROR(tpr_graph_status(graph));
   // (Formatting costs as much as a small op's bookkeeping: strict mode
   // names the graph by its op.)
   char fused_what[128];
@@ -460,12 +509,15 @@ static tpr_status_t execute_pending(void) {
     for (int i = 0; i < num_results; i++)
       result_storages[i] = slots[result_slots[i]].storage;
     tpr_replay_record(record_call, record_hash, exe, params, num_params,
-                      result_storages, num_results);
+                      result_storages, result_params, num_results);
   }
+  GROW(donate, cap_donate, num_params);
+  tpr_eager_choose_donations(params, num_params, result_params, num_results, 2, donate);
   TPR_RETURN_IF_ERROR(tpr_executable_execute(exe, graph_device, params,
-                                             (size_t)num_params, NULL, results,
+                                             (size_t)num_params, donate, results,
                                              tpr_eager_launch_blocking()));
-  tpr_pending_push(results[0]);
+  tpr_pending_push(results[0],
+                   tpr_eager_fresh_bytes(results, result_params, num_results, donate));
   for (int i = 0; i < num_results; i++)
     tpr_storage_swap_buffer(slots[result_slots[i]].storage, results[i]);
   return tpr_ok_status();
@@ -720,6 +772,8 @@ tpr_status_t tpr_eager_trim(void) {
   FREE_ARRAY(args, cap_args);
   FREE_ARRAY(list_values, cap_list_values);
   FREE_ARRAY(result_slots, cap_results);
+  FREE_ARRAY(result_params, cap_result_params);
+  FREE_ARRAY(donate, cap_donate);
   FREE_ARRAY(results, cap_result_buffers);
   FREE_ARRAY(result_storages, cap_result_storages);
 #undef FREE_ARRAY

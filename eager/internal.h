@@ -105,12 +105,28 @@ tpr_status_t tpr_replay_run(const tpr_eager_call_t* call, uint64_t hash, bool* r
 void tpr_replay_record(const tpr_eager_call_t* call, uint64_t hash,
                        tpr_executable_t* exe, tpr_buffer_t* const* params,
                        int num_params, tpr_storage_t* const* result_storages,
-                       int num_results);
+                       const int32_t* result_params, int num_results);
 void tpr_replay_clear(void);
+// Which parameters an execution donates (|donate|, one per parameter): each
+// one a result updates in place (|result_params|: per result, its
+// parameter or -1) that is passed once and held by |refs| references (the
+// storage's and the caller's) besides the in-flight queue's. Executor lock
+// held.
+void tpr_eager_choose_donations(tpr_buffer_t* const* params, int num_params,
+                                const int32_t* result_params, int num_results,
+                                int refs, bool* donate);
+// The bytes of the results that took new buffers (not a donated one).
+size_t tpr_eager_fresh_bytes(tpr_buffer_t* const* results, const int32_t* result_params,
+                             int num_results, const bool* donate);
 // Bounded queue of in-flight results; synchronize drains it. The bound in
 // bytes counts eager results, and the results of programs that nothing else
 // holds any more.
-void tpr_pending_push(tpr_buffer_t* buffer);  // retains
+// |bytes|: what its launch allocated (in-place results take none).
+void tpr_pending_push(tpr_buffer_t* buffer, size_t bytes);  // retains
+// Whether |b| may be donated to an execution that updates it in place:
+// held by exactly |refs| references besides this queue's (the storage's and
+// the caller's), so that nothing else can see the update.
+bool tpr_pending_can_donate(const tpr_buffer_t* b, int refs);
 // The same for a program's launch: |first| is awaited (retains); |fresh|,
 // taken over with a reference to each, lists the results it allocated,
 // |bytes| in all.

@@ -31,6 +31,7 @@ typedef struct {
   int num_params, num_results;
   param_src_t* params;
   int32_t* results;  // window index each result is written into
+  int32_t* result_params;  // parameter each result updates in place, or -1
 } plan_t;
 
 #define NUM_PLANS 512
@@ -226,6 +227,7 @@ static void free_plan(plan_t* p) {
   tpr_free(p->key);
   tpr_free(p->params);
   tpr_free(p->results);
+  tpr_free(p->result_params);
   tpr_executable_release(p->exe);
   memset(p, 0, sizeof *p);
 }
@@ -233,11 +235,13 @@ static void free_plan(plan_t* p) {
 void tpr_replay_record(const tpr_eager_call_t* call, uint64_t hash,
                        tpr_executable_t* exe, tpr_buffer_t* const* params,
                        int num_params, tpr_storage_t* const* result_storages,
-                       int num_results) {
+                       const int32_t* result_params, int num_results) {
   param_src_t* srcs = tpr_malloc(sizeof *srcs * (size_t)(num_params ? num_params : 1));
   int32_t* res = tpr_malloc(sizeof *res * (size_t)(num_results ? num_results : 1));
+  int32_t* inplace = tpr_malloc(sizeof *inplace * (size_t)(num_results ? num_results : 1));
   uint8_t* k = tpr_malloc(key_len);
-  if (!srcs || !res || !k) goto fail;
+  if (!srcs || !res || !inplace || !k) goto fail;
+  memcpy(inplace, result_params, sizeof *inplace * (size_t)num_results);
   // Where each parameter came from. A buffer that could have come from two
   // places (the same buffer in two roles) is not recorded: a later call
   // may separate them.
@@ -286,11 +290,12 @@ void tpr_replay_record(const tpr_eager_call_t* call, uint64_t hash,
   plan_t* p = &plans[hash % NUM_PLANS];
   free_plan(p);
   *p = (plan_t){k, key_len, hash, tpr_executable_retain(exe), num_params,
-                num_results, srcs, res};
+                num_results, srcs, res, inplace};
   return;
 fail:
   tpr_free(srcs);
   tpr_free(res);
+  tpr_free(inplace);
   tpr_free(k);
 }
 
@@ -302,6 +307,7 @@ tpr_status_t tpr_replay_run(const tpr_eager_call_t* call, uint64_t hash,
   enum { kLocal = 64 };  // (foreach ops over a few parameters)
   tpr_buffer_t* local_params[kLocal];
   tpr_buffer_t* local_results[kLocal];
+  bool donate[kLocal];
   if (p->num_params > kLocal || p->num_results > kLocal) return tpr_ok_status();
   // Scalar buffers are held for the call: fetching the next scalar may
   // evict an earlier one from the scalar cache, which releases it.
@@ -328,13 +334,19 @@ tpr_status_t tpr_replay_run(const tpr_eager_call_t* call, uint64_t hash,
     complete = b != NULL;  // (the signature says it has one)
     local_params[i] = b;
   }
-  if (complete && tpr_status_is_ok(st))
+  if (complete && tpr_status_is_ok(st)) {
+    // (The storages hold their buffers; this call takes no reference.)
+    tpr_eager_choose_donations(local_params, p->num_params, p->result_params,
+                               p->num_results, 1, donate);
     st = tpr_executable_execute(p->exe, call->device, local_params,
-                                (size_t)p->num_params, NULL, local_results,
+                                (size_t)p->num_params, donate, local_results,
                                 tpr_eager_launch_blocking());
+  }
   for (int i = 0; i < num_held; i++) tpr_buffer_release(held[i]);
   if (!complete || !tpr_status_is_ok(st)) return st;
-  if (p->num_results > 0) tpr_pending_push(local_results[0]);
+  if (p->num_results > 0)
+    tpr_pending_push(local_results[0], tpr_eager_fresh_bytes(local_results, p->result_params,
+                                                             p->num_results, donate));
   for (int r = 0; r < p->num_results; r++)
     tpr_storage_swap_buffer(windows[p->results[r]]->storage, local_results[r]);
   *ran = true;

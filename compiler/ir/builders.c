@@ -995,6 +995,96 @@ tpr_value_t tpr_index_select(tpr_graph_t* g, tpr_value_t v, int64_t dim,
   return add1(g, TPR_OP_GATHER, 0, ops, 2, ints, n, r);
 }
 
+// Validates |index_dims| (m distinct dims of |t|) and |coords| s64[B..., m];
+// fills the indexed dims in ascending order, the positions of the window
+// (not indexed) dims in [B..., window...], and that type, |windows|, in
+// t's dtype. False on bad input (the graph failed).
+static bool window_dims(tpr_graph_t* g, const char* who, const tpr_type_t* t,
+                        const int64_t* index_dims, int m,
+                        const tpr_type_t* tc, int64_t* sorted, int64_t* window,
+                        int* num_window, tpr_type_t* windows) {
+  char b[TB], c[TB];
+  bool ok = m >= 1 && m <= t->rank && is_int(tc->dtype) && tc->rank >= 1 &&
+            tc->dims[tc->rank - 1] == m &&
+            tc->rank - 1 + t->rank - m <= TPR_MAX_RANK;
+  bool used[TPR_MAX_RANK] = {false};
+  for (int i = 0; ok && i < m; i++) {
+    int64_t d = index_dims[i];
+    ok = d >= 0 && d < t->rank && !used[d];
+    if (ok) used[d] = true;
+  }
+  if (!ok) {
+    tpr_graph_fail(g, TPR_INVALID_ARGUMENT, "%s: %d index dims with coords %s do not fit %s",
+                   who, m, fmt(tc, c), fmt(t, b));
+    return false;
+  }
+  int ns = 0, nb = tc->rank - 1;
+  *num_window = 0;
+  *windows = tpr_type_make(t->dtype, nb, tc->dims);
+  for (int d = 0; d < t->rank; d++) {
+    if (used[d]) {
+      sorted[ns++] = d;
+    } else {
+      window[(*num_window)++] = windows->rank;
+      windows->dims[windows->rank++] = t->dims[d];
+    }
+  }
+  return true;
+}
+
+tpr_value_t tpr_gather_windows(tpr_graph_t* g, tpr_value_t v,
+                               const int64_t* index_dims, int m,
+                               tpr_value_t coords) {
+  if (!tpr_graph_ok(g)) return TPR_VALUE_NONE;
+  OPERAND(t, v, "tpr_gather_windows", 0);
+  OPERAND(tc, coords, "tpr_gather_windows", 1);
+  int64_t sorted[TPR_MAX_RANK], offset_dims[TPR_MAX_RANK], slice_sizes[TPR_MAX_RANK];
+  int nr;
+  tpr_type_t r;
+  if (!window_dims(g, "tpr_gather_windows", t, index_dims, m, tc, sorted, offset_dims,
+                   &nr, &r))
+    return TPR_VALUE_NONE;
+  for (int d = 0; d < t->rank; d++) slice_sizes[d] = t->dims[d];
+  for (int i = 0; i < m; i++) slice_sizes[index_dims[i]] = 1;
+  if (tpr_type_numel(&r) == 0) return tpr_constant_dense(g, r, NULL);
+  for (int i = 0; i < m; i++)
+    if (t->dims[index_dims[i]] == 0) {
+      char b[TB];
+      FAIL("tpr_gather_windows: indexing the empty dim %lld of %s",
+           (long long)index_dims[i], fmt(t, b));
+    }
+  int64_t ints[5 + 4 * TPR_MAX_RANK];
+  int n = pack_dimnums(ints, offset_dims, nr, sorted, m, index_dims, m, tc->rank - 1,
+                       slice_sizes, t->rank);
+  tpr_value_t ops[2] = {v, coords};
+  return add1(g, TPR_OP_GATHER, 0, ops, 2, ints, n, r);
+}
+
+tpr_value_t tpr_scatter_windows(tpr_graph_t* g, tpr_value_t v,
+                                const int64_t* index_dims, int m,
+                                tpr_value_t coords, tpr_value_t updates,
+                                bool accumulate) {
+  if (!tpr_graph_ok(g)) return TPR_VALUE_NONE;
+  OPERAND(t, v, "tpr_scatter_windows", 0);
+  OPERAND(tc, coords, "tpr_scatter_windows", 1);
+  OPERAND(tu, updates, "tpr_scatter_windows", 2);
+  int64_t sorted[TPR_MAX_RANK], window[TPR_MAX_RANK];
+  int nr;
+  tpr_type_t want;
+  if (!window_dims(g, "tpr_scatter_windows", t, index_dims, m, tc, sorted, window, &nr,
+                   &want))
+    return TPR_VALUE_NONE;
+  if (!tpr_type_equal(tu, &want)) {
+    char b[TB], c[TB];
+    FAIL("tpr_scatter_windows: updates %s, expected %s", fmt(tu, b), fmt(&want, c));
+  }
+  if (tpr_type_numel(tu) == 0) return v;
+  int64_t ints[5 + 4 * TPR_MAX_RANK];
+  int n = pack_dimnums(ints, window, nr, sorted, m, index_dims, m, tc->rank - 1, NULL, 0);
+  tpr_value_t ops[3] = {v, coords, updates};
+  return add1(g, TPR_OP_SCATTER, accumulate, ops, 3, ints, n, *t);
+}
+
 //===--- random ------------------------------------------------------------===//
 
 void tpr_rng_bits(tpr_graph_t* g, tpr_value_t state, tpr_type_t type,

@@ -195,15 +195,18 @@ static tpr_status_t lower_index_copy(lw_ctx_t* ctx) { return index_scatter(ctx, 
 
 //===--- advanced indexing ---------------------------------------------------------===//
 
+// The index tensors of index / index_put as coordinates: s64[B..., m] for
+// the m indexed dims (negative indices wrapped), B their broadcast shape.
+// The operand is never transposed or flattened: gather and scatter take
+// whole windows of it where it lies (an index_put into a large cache then
+// costs its updates, not the cache).
 typedef struct {
-  tpr_value_t flat;   // self permuted (indexed dims first) as [P, rest...]
-  tpr_value_t lin;    // s64[B...] linear index into P
+  tpr_value_t coords;
   tpr_type_t btype;   // broadcast shape of the index tensors
-  int64_t perm[TPR_MAX_RANK];
-  int m;              // number of indexed dims
-  int first;          // first indexed dim
+  int64_t dims[TPR_MAX_RANK];  // the indexed dims, in order
+  int m;
+  int rest;           // number of dims not indexed
   bool adjacent;      // indexed dims are consecutive
-  tpr_type_t permuted;  // self's type after the permutation
 } adv_t;
 
 static tpr_status_t adv_setup(lw_ctx_t* ctx, tpr_value_t self, adv_t* s) {
@@ -212,7 +215,6 @@ static tpr_status_t adv_setup(lw_ctx_t* ctx, tpr_value_t self, adv_t* s) {
   const tpr_arg_t* ind = lw_arg(ctx, 1);
   if (ind->kind != TPR_ARG_TENSOR_LIST || ind->count > t->rank)
     return lw_fail(ctx, TPR_INVALID_ARGUMENT, "indices must be a list up to rank");
-  int idims[TPR_MAX_RANK];
   s->m = 0;
   s->btype = tpr_type_scalar(TPR_DTYPE_S64);
   for (int k = 0; k < ind->count; k++) {
@@ -225,48 +227,34 @@ static tpr_status_t adv_setup(lw_ctx_t* ctx, tpr_value_t self, adv_t* s) {
     if (!lw_broadcast_shape(&s->btype, it, &b))
       return lw_fail(ctx, TPR_INVALID_ARGUMENT, "index shapes do not broadcast");
     s->btype = b;
-    idims[s->m++] = k;
+    s->dims[s->m++] = k;
   }
   if (s->m == 0) return lw_fail(ctx, TPR_INVALID_ARGUMENT, "no index tensors");
-  s->first = idims[0];
-  s->adjacent = idims[s->m - 1] - idims[0] == s->m - 1;
-  // linear index
-  tpr_value_t lin = TPR_VALUE_NONE;
-  int64_t stride = 1;
-  for (int j = s->m - 1; j >= 0; j--) {
-    int64_t size = t->dims[idims[j]];
-    tpr_value_t ix = lw_cast_to(g, ind->values[idims[j]], TPR_DTYPE_S64, &s->btype);
-    ix = lw_sel(g, lw_cmpk(g, TPR_CMP_LT, ix, 0), lw_add(g, ix, lw_k(g, ix, (double)size)), ix);
-    if (stride != 1) ix = lw_mul(g, ix, lw_k(g, ix, (double)stride));
-    lin = lin == TPR_VALUE_NONE ? ix : lw_add(g, lin, ix);
-    stride *= size;
+  if (s->btype.rank + 1 > TPR_MAX_RANK || s->btype.rank + t->rank - s->m > TPR_MAX_RANK)
+    return lw_fail(ctx, TPR_UNIMPLEMENTED, "result rank above %d", TPR_MAX_RANK);
+  s->adjacent = s->dims[s->m - 1] - s->dims[0] == s->m - 1;
+  s->rest = t->rank - s->m;
+  tpr_type_t col = s->btype;  // [B..., 1]
+  col.dims[col.rank++] = 1;
+  tpr_value_t cols[TPR_MAX_RANK];
+  for (int j = 0; j < s->m; j++) {
+    double size = (double)t->dims[s->dims[j]];
+    tpr_value_t ix = lw_cast_to(g, ind->values[s->dims[j]], TPR_DTYPE_S64, &s->btype);
+    ix = lw_sel(g, lw_cmpk(g, TPR_CMP_LT, ix, 0), lw_add(g, ix, lw_k(g, ix, size)), ix);
+    cols[j] = lw_reshape_to(g, ix, &col);
   }
-  s->lin = lin;
-  // permute indexed dims first, flatten them
-  int n = 0;
-  for (int j = 0; j < s->m; j++) s->perm[n++] = idims[j];
-  for (int d = 0; d < t->rank; d++) {
-    bool idx = false;
-    for (int j = 0; j < s->m; j++) idx |= idims[j] == d;
-    if (!idx) s->perm[n++] = d;
-  }
-  tpr_value_t p = tpr_transpose(g, self, s->perm);
-  s->permuted = *lw_type(ctx, p);
-  tpr_type_t ft = tpr_type_scalar(t->dtype);
-  ft.dims[ft.rank++] = stride;
-  for (int d = s->m; d < t->rank; d++) ft.dims[ft.rank++] = s->permuted.dims[d];
-  s->flat = lw_reshape_to(g, p, &ft);
+  s->coords = s->m == 1 ? cols[0] : tpr_concatenate(g, cols, s->m, col.rank - 1);
   return tpr_ok_status();
 }
 
 // The permutation taking [B..., rest...] to PyTorch's result order (B at
 // the first indexed dim when the indexed dims are adjacent).
-static int result_perm(const adv_t* s, int rest, int64_t* perm) {
+static int result_perm(const adv_t* s, int64_t* perm) {
   int nb = s->btype.rank, n = 0;
-  int before = s->adjacent ? s->first : 0;
+  int before = s->adjacent ? (int)s->dims[0] : 0;
   for (int i = 0; i < before; i++) perm[n++] = nb + i;
   for (int i = 0; i < nb; i++) perm[n++] = i;
-  for (int i = before; i < rest; i++) perm[n++] = nb + i;
+  for (int i = before; i < s->rest; i++) perm[n++] = nb + i;
   return n;
 }
 
@@ -275,12 +263,9 @@ static tpr_status_t lower_index(lw_ctx_t* ctx) {
   if (!lw_is_tensor(ctx, 0)) return lw_fail(ctx, TPR_INVALID_ARGUMENT, "needs self");
   adv_t s;
   TPR_RETURN_IF_ERROR(adv_setup(ctx, lw_value(ctx, 0), &s));
-  tpr_value_t r = tpr_index_select(G, s.flat, 0, s.lin);
+  tpr_value_t r = tpr_gather_windows(G, lw_value(ctx, 0), s.dims, s.m, s.coords);
   int64_t perm[TPR_MAX_RANK];
-  int rest = s.permuted.rank - s.m;
-  if (s.btype.rank + rest > TPR_MAX_RANK)
-    return lw_fail(ctx, TPR_UNIMPLEMENTED, "result rank above %d", TPR_MAX_RANK);
-  result_perm(&s, rest, perm);
+  result_perm(&s, perm);
   return lw_ret(ctx, tpr_transpose(G, r, perm));
 }
 
@@ -371,33 +356,23 @@ static tpr_status_t lower_index_put(lw_ctx_t* ctx) {
   }
   adv_t s;
   TPR_RETURN_IF_ERROR(adv_setup(ctx, self, &s));
-  int rest = s.permuted.rank - s.m;
-  int nb = s.btype.rank;
-  if (nb + rest > TPR_MAX_RANK)
-    return lw_fail(ctx, TPR_UNIMPLEMENTED, "result rank above %d", TPR_MAX_RANK);
-  // values broadcast to the indexing result shape, then to [B..., rest...].
+  // values broadcast to the indexing result (PyTorch's order), then
+  // permuted to [B..., rest...].
   int64_t perm[TPR_MAX_RANK], inv[TPR_MAX_RANK];
-  result_perm(&s, rest, perm);
+  int nr = result_perm(&s, perm);
+  const tpr_type_t* st = lw_type(ctx, self);
   tpr_type_t rt = tpr_type_scalar(OUT->dtype);  // [B..., rest...]
-  for (int i = 0; i < nb; i++) rt.dims[rt.rank++] = s.btype.dims[i];
-  for (int i = s.m; i < s.permuted.rank; i++) rt.dims[rt.rank++] = s.permuted.dims[i];
-  tpr_type_t res = rt;  // PyTorch order
-  for (int i = 0; i < rt.rank; i++) res.dims[i] = rt.dims[perm[i]];
-  for (int i = 0; i < rt.rank; i++) inv[perm[i]] = i;
-  tpr_value_t v = lw_in(ctx, 2, OUT->dtype, &res);
-  v = tpr_transpose(g, v, inv);
-  int64_t k = tpr_type_numel(&s.btype);
-  tpr_type_t vt = *lw_type(ctx, s.flat);
-  vt.dims[0] = k;
-  v = lw_reshape_to(g, v, &vt);
-  tpr_value_t lin = tpr_reshape(g, s.lin, 1, &k);
-  static const int64_t kD0 = 0;
-  tpr_value_t index = tpr_broadcast_in_dim(g, lin, vt.rank, vt.dims, &kD0);
-  tpr_value_t flat = tpr_scatter_along(g, s.flat, 0, index, v, lw_bool(ctx, 3, false));
-  tpr_value_t p = lw_reshape_to(g, flat, &s.permuted);
-  int64_t back[TPR_MAX_RANK];
-  for (int i = 0; i < s.permuted.rank; i++) back[s.perm[i]] = i;
-  return lw_ret(ctx, tpr_transpose(g, p, back));
+  for (int i = 0; i < s.btype.rank; i++) rt.dims[rt.rank++] = s.btype.dims[i];
+  for (int d = 0, j = 0; d < st->rank; d++) {
+    if (j < s.m && s.dims[j] == d) j++;
+    else rt.dims[rt.rank++] = st->dims[d];
+  }
+  tpr_type_t res = rt;
+  for (int i = 0; i < nr; i++) res.dims[i] = rt.dims[perm[i]];
+  for (int i = 0; i < nr; i++) inv[perm[i]] = i;
+  tpr_value_t v = tpr_transpose(g, lw_in(ctx, 2, OUT->dtype, &res), inv);
+  return lw_ret(ctx, tpr_scatter_windows(g, self, s.dims, s.m, s.coords, v,
+                                         lw_bool(ctx, 3, false)));
 }
 
 //===--- triu / tril, flip, roll, pad ------------------------------------------------===//

@@ -263,6 +263,7 @@ typedef struct tpr_eager_stats {
   int64_t host_fills;      // fills uploaded from the host (tpr_tensor_fill_host)
   int64_t cuts[TPR_CUT_COUNT_];  // cuts by cause
   int64_t pending_ops;     // ops waiting in the pending graph now
+  int64_t donated_buffers;  // storage buffers updated in place by donation
 } tpr_eager_stats_t;
 
 void tpr_eager_get_stats(tpr_eager_stats_t* out);

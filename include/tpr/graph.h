@@ -349,6 +349,23 @@ tpr_value_t tpr_scatter_along(tpr_graph_t* graph, tpr_value_t v, int64_t dim,
 tpr_value_t tpr_index_select(tpr_graph_t* graph, tpr_value_t v, int64_t dim,
                              tpr_value_t indices);
 
+// Whole windows of |v| at the coordinates |coords| (integer [B..., m]) of
+// its |m| distinct dims |index_dims| (column i of coords indexes dim
+// index_dims[i]): the result is [B..., the other dims of v in order]. No
+// operand transpose, whatever dims are indexed. Out-of-range coordinates
+// are clamped (XLA semantics); callers check bounds.
+tpr_value_t tpr_gather_windows(tpr_graph_t* graph, tpr_value_t v,
+                               const int64_t* index_dims, int m,
+                               tpr_value_t coords);
+// |v| with those windows replaced by (or, |accumulate|, added to)
+// |updates| [B..., the other dims of v in order]. Out-of-range windows are
+// dropped. The operand is updated where it lies: with a donated, aliased
+// buffer the update costs the updates, not the operand.
+tpr_value_t tpr_scatter_windows(tpr_graph_t* graph, tpr_value_t v,
+                                const int64_t* index_dims, int m,
+                                tpr_value_t coords, tpr_value_t updates,
+                                bool accumulate);
+
 //===--- random ----------------------------------------------------------===//
 
 // stablehlo.rng_bit_generator (THREE_FRY) from a u64[2] |state|: returns

@@ -393,6 +393,60 @@ TPR_TEST(eager_replays_keep_order_and_references) {
   CHECK_OK(tpr_eager_trim());
 }
 
+// A write into a window of a storage that nothing else holds donates the
+// storage's buffer (the update happens in place, replayed calls too); a
+// buffer someone else holds (a host view here) is left alone, and what they
+// see does not change.
+TPR_TEST(eager_updates_in_place_unless_held) {
+  CHECK_OK(init_context());
+  CHECK_OK(tpr_eager_set_fused(false));
+  enum { N = 1 << 16 };
+  float* init = tpr_malloc(N * sizeof(float));
+  float* got = tpr_malloc(N * sizeof(float));
+  CHECK(init && got);
+  for (int i = 0; i < N; i++) init[i] = (float)i;
+  const float two[2] = {2, 2};
+  tpr_storage_t *x, *w;
+  CHECK_OK(new_vec(init, N, &x));
+  CHECK_OK(new_vec(two, 2, &w));
+  tpr_tensor_ref_t rw = vec_ref(w, 2);
+  // x[10:12] *= 2, then x[100:102] *= 2 (one plan, replayed), 3 times each
+  tpr_tensor_ref_t v1 = {x, TPR_DTYPE_F32, 1, {2}, {1}, 10};
+  tpr_tensor_ref_t v2 = {x, TPR_DTYPE_F32, 1, {2}, {1}, 100};
+  tpr_eager_stats_t before, after;
+  tpr_eager_get_stats(&before);
+  for (int i = 0; i < 3; i++) CHECK_OK(rule_mul(&v1, &rw, &v1, "aten::mul_.Tensor"));
+  for (int i = 0; i < 3; i++) CHECK_OK(rule_mul(&v2, &rw, &v2, "aten::mul_.Tensor"));
+  tpr_tensor_ref_t rx = vec_ref(x, N);
+  CHECK_OK(tpr_tensor_read_host(&rx, got, N * sizeof(float)));
+  tpr_eager_get_stats(&after);
+  CHECK(after.donated_buffers - before.donated_buffers == 6);
+  CHECK(after.replayed_ops - before.replayed_ops >= 4);
+  for (int i = 0; i < N; i++) {
+    float want = init[i] * ((i >= 10 && i < 12) || (i >= 100 && i < 102) ? 8.0f : 1.0f);
+    CHECK(got[i] == want);
+  }
+  // Held by a host view: copied, not donated; the view keeps its values.
+  const void* data = NULL;
+  tpr_buffer_t* hold = NULL;
+  if (tpr_tensor_host_view_ready(&rx, &data, &hold)) {
+    tpr_eager_get_stats(&before);
+    CHECK_OK(rule_mul(&v1, &rw, &v1, "aten::mul_.Tensor"));
+    CHECK_OK(tpr_tensor_await(&rx));
+    tpr_eager_get_stats(&after);
+    CHECK(after.donated_buffers == before.donated_buffers);
+    CHECK(((const float*)data)[10] == 80.0f);  // the old value
+    tpr_buffer_release(hold);
+    CHECK_OK(tpr_tensor_read_host(&rx, got, N * sizeof(float)));
+    CHECK(got[10] == 160.0f && got[11] == 176.0f && got[12] == 12.0f);
+  }
+  tpr_free(init);
+  tpr_free(got);
+  tpr_storage_release(x);
+  tpr_storage_release(w);
+  CHECK_OK(tpr_eager_trim());
+}
+
 // Every tensor of a call lives on the device it runs on; a call naming a
 // device the client lacks is refused. Both before anything is recorded, in
 // strict and in fused mode.

@@ -231,6 +231,52 @@ TPR_TEST(emit_indexing_ops) {
   tpr_graph_free(g);
 }
 
+// Windows indexed along dims 0 and 2 of a [6, 3, 5, 4] operand: no
+// transpose of the operand, the windows are its dims 1 and 3.
+TPR_TEST(emit_window_gather_and_scatter) {
+  tpr_graph_t* g;
+  CHECK_OK(tpr_graph_create(&g));
+  tpr_value_t v = tpr_parameter(g, T(F32, 6, 3, 5, 4));
+  tpr_value_t c = tpr_parameter(g, T(S64, 2, 2));
+  tpr_value_t u = tpr_parameter(g, T(F32, 2, 3, 4));
+  const int64_t dims[2] = {2, 0};  // column 0 indexes dim 2
+  tpr_graph_add_result(g, tpr_gather_windows(g, v, dims, 2, c));
+  tpr_graph_add_result(g, tpr_scatter_windows(g, v, dims, 2, c, u, false));
+  char* t = emit(g);
+  CHECK(t);
+  EXPECT_LINE(t, "\"stablehlo.gather\"(%arg0, %arg1) {dimension_numbers = "
+                 "#stablehlo.gather<offset_dims = [1, 2], collapsed_slice_dims = [0, 2], "
+                 "start_index_map = [2, 0], index_vector_dim = 1>, "
+                 "indices_are_sorted = false, slice_sizes = array<i64: 1, 3, 1, 4>} : "
+                 "(tensor<6x3x5x4xf32>, tensor<2x2xi64>) -> tensor<2x3x4xf32>");
+  EXPECT_LINE(t, "#stablehlo.scatter<update_window_dims = [1, 2], inserted_window_dims = "
+                 "[0, 2], scatter_dims_to_operand_dims = [2, 0], index_vector_dim = 1>, "
+                 "unique_indices = false} : (tensor<6x3x5x4xf32>, tensor<2x2xi64>, "
+                 "tensor<2x3x4xf32>) -> tensor<6x3x5x4xf32>");
+  CHECK(!strstr(t, "transpose"));
+  tpr_free(t);
+  tpr_graph_free(g);
+  // Bad input fails the graph with a message, never a bad program.
+  const int64_t twice[2] = {1, 1};
+  CHECK_OK(tpr_graph_create(&g));
+  v = tpr_parameter(g, T(F32, 6, 3));
+  c = tpr_parameter(g, T(S64, 2, 2));
+  CHECK(tpr_gather_windows(g, v, twice, 2, c) == TPR_VALUE_NONE);
+  tpr_status_t st = tpr_graph_status(g);
+  CHECK(strstr(tpr_status_message(st), "do not fit"));
+  tpr_status_free(st);
+  tpr_graph_free(g);
+  CHECK_OK(tpr_graph_create(&g));
+  v = tpr_parameter(g, T(F32, 6, 3));
+  c = tpr_parameter(g, T(S64, 2, 1));
+  u = tpr_parameter(g, T(F32, 2, 4));
+  CHECK(tpr_scatter_windows(g, v, dims + 1, 1, c, u, true) == TPR_VALUE_NONE);
+  st = tpr_graph_status(g);
+  CHECK(strstr(tpr_status_message(st), "tpr_scatter_windows: updates"));
+  tpr_status_free(st);
+  tpr_graph_free(g);
+}
+
 TPR_TEST(emit_large_constant_and_many_nodes) {
   tpr_graph_t* g;
   CHECK_OK(tpr_graph_create(&g));

@@ -25,6 +25,8 @@ llm = LLM(model=path, dtype="float32", max_model_len=128, max_num_seqs=8,
           max_num_batched_tokens=128, **kw)
 outs = llm.generate([TokensPrompt(prompt_token_ids=p) for p in prompts], SamplingParams(**sampling))
 print("TOKENS " + json.dumps([list(o.outputs[0].token_ids) for o in outs]))
+import torch
+print("STATS " + json.dumps(torch.tpu._get_cache_stats()))
 if sampling.get("logprobs") is not None:
     print("LOGPROBS " + json.dumps([[lp[t].logprob for lp, t in zip(o.outputs[0].logprobs,
                                                                     o.outputs[0].token_ids)]
@@ -62,6 +64,11 @@ def _vllm(path, prompts, tmp_path, env=(), **kw):
     return json.loads(line[-1][len("TOKENS "):]), r.stdout + r.stderr
 
 
+def _stats(log):
+    line = [ln for ln in log.splitlines() if ln.startswith("STATS ")]
+    return json.loads(line[-1][len("STATS "):])
+
+
 def _logprobs(log):
     line = [ln for ln in log.splitlines() if ln.startswith("LOGPROBS ")]
     return json.loads(line[-1][len("LOGPROBS "):])
@@ -74,6 +81,10 @@ def test_llm_greedy_tokens_equal_hf_on_the_cpu(llama, tmp_path, eager):
     got, log = _vllm(llama, PROMPTS, tmp_path, enforce_eager=eager)
     assert got == _hf_greedy(llama, PROMPTS)
     assert "KV cache 0.06 GiB (kv_cache_memory_bytes)" in log, log[-3000:]
+    # each layer's cache its own storage, each step's K/V scattered into it
+    # in place: at least one donated cache buffer per layer and step
+    assert "KV cache of 2 layers, a storage each (torch.float32)" in log, log[-3000:]
+    assert _stats(log)["donated_buffers"] >= 2 * 12, _stats(log)
 
 
 def test_kv_budget_follows_gpu_memory_utilization_of_free_host_memory(llama, tmp_path):
@@ -145,6 +156,8 @@ def main():
     outs = llm.generate([TokensPrompt(prompt_token_ids=p) for p in prompts],
                         SamplingParams(temperature=0, max_tokens=12, ignore_eos=True))
     print("TOKENS " + json.dumps([list(o.outputs[0].token_ids) for o in outs]))
+import torch
+print("STATS " + json.dumps(torch.tpu._get_cache_stats()))
 
 
 if __name__ == "__main__":  # workers are spawned

@@ -1,12 +1,22 @@
 """vLLM's (V1) GPU model runner on tpu: its torch.cuda streams and events
 are torch.tpu's, for the whole process (the runner builds events at every
-step, not only while it is constructed)."""
+step, not only while it is constructed), and each layer's KV cache is a
+storage of its own."""
+import contextlib
 import functools
+import math
 
 import torch
+from vllm.logger import init_logger
+from vllm.v1.kv_cache_interface import (AttentionSpec, KVCacheTensor,
+                                        UniformTypeKVCacheSpecs,
+                                        compute_layer_kv_cache_shape_bytes,
+                                        create_kv_cache_views)
+from vllm.v1.worker import gpu_model_runner
 from vllm.v1.worker.gpu_model_runner import GPUModelRunner
 
 _ALIASED = False
+logger = init_logger("vllm.torch_tpu")
 
 
 def alias_cuda_streams():
@@ -27,10 +37,84 @@ def alias_cuda_streams():
     _ALIASED = True
 
 
+def _layer_specs(kv_cache_config):
+    """(tensor, layer name, spec, group index) for every layer of every
+    KV-cache tensor, or None where a layer is not plain attention."""
+    out = []
+    for tensor in kv_cache_config.kv_cache_tensors:
+        for name in tensor.layers:
+            gid, group = next((i, g) for i, g in enumerate(kv_cache_config.kv_cache_groups)
+                              if name in g.layer_names)
+            spec = group.kv_cache_spec
+            if isinstance(spec, UniformTypeKVCacheSpecs):
+                spec = spec.kv_cache_specs[name]
+            if not isinstance(spec, AttentionSpec) or not spec.has_layer_views:
+                return None
+            out.append((tensor, name, spec, gid))
+    return out
+
+
+def allocate_kv_cache_per_layer(kv_cache_config, device, layout, kernel_block_sizes=None):
+    """vLLM's allocate_kv_cache, but one storage per layer in the layer's own
+    dtype instead of one int8 allocation that every layer views. On tpu a
+    write into a view of a storage produces the whole storage's new value:
+    with a storage per layer, a step's K/V slots are scattered into the
+    layer's cache in place (its buffer donated), and no layer's update
+    copies the others'. Falls back to vLLM's layout where layers share bytes
+    (cache groups overlaid on one allocation), which separate storages could
+    not honour within the budget."""
+    layers = _layer_specs(kv_cache_config)
+    if not layers:
+        return _vllm_allocate_kv_cache(kv_cache_config, device, layout, kernel_block_sizes)
+    plans, total = [], 0
+    for tensor, name, spec, gid in layers:
+        num_blocks = kv_cache_config.num_blocks_of(tensor)
+        kbs = kernel_block_sizes[gid] if kernel_block_sizes and gid < len(kernel_block_sizes) \
+            else None
+        shape = compute_layer_kv_cache_shape_bytes(spec, num_blocks, kbs)
+        nbytes = math.prod(shape)
+        plans.append((name, spec, num_blocks, kbs, nbytes, shape))
+        total += nbytes
+    budget = next(iter({t.size for t in kv_cache_config.kv_cache_tensors}))
+    if total > budget or any(p[4] % p[1].dtype.itemsize for p in plans):
+        logger.info("tpu: KV cache layers share one allocation (overlaid cache groups)")
+        return _vllm_allocate_kv_cache(kv_cache_config, device, layout, kernel_block_sizes)
+    caches = {}
+    for name, spec, num_blocks, kbs, nbytes, shape in plans:
+        raw = torch.zeros(nbytes // spec.dtype.itemsize, dtype=spec.dtype, device=device)
+        page = nbytes // num_blocks
+        own = KVCacheTensor(size=nbytes, layers=[name], layer_stride=nbytes, block_stride=page)
+        caches[name] = create_kv_cache_views(raw.view(torch.int8), spec, num_blocks, layout,
+                                             own, kernel_block_size=kbs)[0]
+    logger.info("tpu: KV cache of %d layers, a storage each (%s), updated in place",
+                len(caches), ", ".join(sorted({str(p[1].dtype) for p in plans})))
+    return caches
+
+
+_vllm_allocate_kv_cache = gpu_model_runner.allocate_kv_cache
+
+
+@contextlib.contextmanager
+def _per_layer_allocation():
+    # The runner calls the allocator by its module-level name; everything
+    # else it does around it (shared layers, binding) stays vLLM's.
+    gpu_model_runner.allocate_kv_cache = allocate_kv_cache_per_layer
+    try:
+        yield
+    finally:
+        gpu_model_runner.allocate_kv_cache = _vllm_allocate_kv_cache
+
+
 class TpuModelRunner(GPUModelRunner):
     def __init__(self, vllm_config, device):
         alias_cuda_streams()
         super().__init__(vllm_config, device)
+
+    def initialize_kv_cache_tensors(self, kv_cache_config, kernel_block_sizes,
+                                    kv_cache_allocation_context=None):
+        with _per_layer_allocation():
+            return super().initialize_kv_cache_tensors(
+                kv_cache_config, kernel_block_sizes, kv_cache_allocation_context)
 
     def _to_list(self, sampled_token_ids):
         return sampled_token_ids.tolist()
