@@ -3,7 +3,10 @@ generate one request at a time, and vLLM compiled against eager, on the same
 small random-weight Llama (torch_tpu.vllm.models), 16 requests of 128 prompt
 and 128 output tokens, greedy. Each configuration runs in a process of its
 own, twice; the second (warm: executables cached) run is reported, and the
-ratios are of figures from this one run.
+ratios are of figures from this one run. Then, in the same vLLM processes,
+time to first token and inter-token latency (medians over requests) with 1
+and with 16 requests in flight; at 16 the inter-token latency is the decode
+step's time, which compiled and eager are compared on.
 
     python bench/serving.py            # in the serving environment (./setup.sh --serving)
 """
@@ -17,9 +20,31 @@ import time
 N_REQ, PROMPT, OUTPUT = 16, 128, 128
 
 _VLLM = """
-import json, sys, time
+import json, statistics, sys, time
 from vllm import LLM, SamplingParams
 from vllm.inputs import TokensPrompt
+
+
+def latency(llm, prompts, in_flight, sp):
+    # median time to first token and inter-token latency (s), |in_flight|
+    # requests at a time, each batch submitted at once
+    eng, ttft, itl = llm.llm_engine, [], []
+    for i in range(0, len(prompts), in_flight):
+        t0, seen, last = time.perf_counter(), {}, {}
+        for j, p in enumerate(prompts[i:i + in_flight]):
+            eng.add_request(f"lat{in_flight}-{i + j}", TokensPrompt(prompt_token_ids=p), sp)
+        while eng.has_unfinished_requests():
+            outs = eng.step()
+            now = time.perf_counter()
+            for o in outs:
+                n, k = len(o.outputs[0].token_ids), o.request_id
+                if n and k not in seen:
+                    ttft.append(now - t0)
+                elif n > seen.get(k, n):
+                    itl.append((now - last[k]) / (n - seen[k]))
+                if n:
+                    seen[k], last[k] = n, now
+    return statistics.median(ttft), statistics.median(itl)
 
 
 def main():
@@ -32,7 +57,10 @@ def main():
         t = time.perf_counter()
         outs = llm.generate([TokensPrompt(prompt_token_ids=p) for p in prompts], sp)
         times.append(time.perf_counter() - t)
-    print("RESULT " + json.dumps({"seconds": times,
+    lat = {}
+    for c, reqs in ((1, prompts[:4]), (16, prompts)):
+        lat[f"ttft_{c}"], lat[f"itl_{c}"] = latency(llm, reqs, c, sp)
+    print("RESULT " + json.dumps({"seconds": times, **lat,
                                   "tokens": sum(len(o.outputs[0].token_ids) for o in outs)}))
 
 
@@ -64,8 +92,10 @@ def run(code, *args, timeout=3600):
     with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
         f.write(code)
     t = time.perf_counter()
+    # (the engine in this process, so that its steps can be timed)
+    env = dict(os.environ, VLLM_ENABLE_V1_MULTIPROCESSING="0")
     r = subprocess.run([sys.executable, f.name, *args], capture_output=True, text=True,
-                       timeout=timeout)
+                       timeout=timeout, env=env)
     os.unlink(f.name)
     if r.returncode != 0:
         sys.exit(f"failed:\n{(r.stdout + r.stderr)[-4000:]}")
@@ -98,8 +128,15 @@ def main():
     warm = {k: v["seconds"][1] for k, v in res.items()}
     print(f"vLLM compiled vs HF generate one at a time: "
           f"{warm['hf generate, one at a time'] / warm['vllm compiled']:.2f}x (target >= 5x)")
-    print(f"vLLM compiled vs eager: {warm['vllm eager'] / warm['vllm compiled']:.2f}x "
-          f"(target >= 2x)")
+    print(f"vLLM compiled vs eager, whole run: {warm['vllm eager'] / warm['vllm compiled']:.2f}x")
+    print("| configuration | TTFT 1 req ms | ITL 1 req ms | TTFT 16 req ms | ITL 16 req ms |")
+    print("|---|---|---|---|---|")
+    for k in ("vllm compiled", "vllm eager"):
+        v = res[k]
+        print(f"| {k} | {1e3 * v['ttft_1']:.1f} | {1e3 * v['itl_1']:.1f} | "
+              f"{1e3 * v['ttft_16']:.1f} | {1e3 * v['itl_16']:.1f} |")
+    print(f"vLLM compiled vs eager, decode step (ITL at 16 requests): "
+          f"{res['vllm eager']['itl_16'] / res['vllm compiled']['itl_16']:.2f}x (target >= 2x)")
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ import torch
 from torch_tpu.vllm.attention import TpuAttentionMetadata, paged_attention
 
 
-def _case(window, heads=4, kv_heads=2, d=16, bs=4, seed=0, stale=0.0):
+def _case(window, heads=4, kv_heads=2, d=16, bs=4, seed=0, stale=0.0, pad=0):
     g = torch.Generator().manual_seed(seed)
     # (cached tokens before this step, tokens this step) per request
     reqs = [(0, 9), (6, 5), (13, 1), (3, 1), (0, 1)]
@@ -56,14 +56,19 @@ def _case(window, heads=4, kv_heads=2, d=16, bs=4, seed=0, stale=0.0):
         query_start_loc=torch.tensor(starts, dtype=torch.int32).to("tpu"),
         seq_lens=seq.to("tpu"), block_table=bt.to("tpu"),
         slot_mapping=torch.zeros(query.shape[0], dtype=torch.int64).to("tpu"))
-    got = paged_attention(query.to("tpu"), cache.to("tpu"), meta, d ** -0.5, kv_heads,
+    # |pad| rows after the step's tokens (the runner's token bucket)
+    padded = torch.cat([query, torch.randn(pad, heads, d, generator=g)])
+    got = paged_attention(padded.to("tpu"), cache.to("tpu"), meta, d ** -0.5, kv_heads,
                           sliding_window=window)
-    return got.cpu(), torch.cat(want)
+    assert got.shape == padded.shape
+    return got[:query.shape[0]].cpu(), torch.cat(want)
 
 
+@pytest.mark.parametrize("pad", [0, 15])
 @pytest.mark.parametrize("window", [None, 5])
-def test_mixed_batch_gqa_scattered_blocks(window):
-    got, want = _case(window)
+def test_mixed_batch_gqa_scattered_blocks(window, pad):
+    # 5 requests and up to 9 query rows each, padded to 8 and 16
+    got, want = _case(window, pad=pad)
     torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
 
 

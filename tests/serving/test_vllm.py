@@ -156,8 +156,6 @@ def main():
     outs = llm.generate([TokensPrompt(prompt_token_ids=p) for p in prompts],
                         SamplingParams(temperature=0, max_tokens=12, ignore_eos=True))
     print("TOKENS " + json.dumps([list(o.outputs[0].token_ids) for o in outs]))
-import torch
-print("STATS " + json.dumps(torch.tpu._get_cache_stats()))
 
 
 if __name__ == "__main__":  # workers are spawned
@@ -176,3 +174,38 @@ def test_tensor_parallel_2_over_tpu_dist_gives_the_hf_tokens(llama, tmp_path):
     line = [ln for ln in r.stdout.splitlines() if ln.startswith("TOKENS ")]
     assert json.loads(line[-1][len("TOKENS "):]) == _hf_greedy(llama, PROMPTS)
     assert "world_size=2" in r.stdout + r.stderr
+
+
+_VARY = """
+import json, sys
+import torch
+from vllm import LLM, SamplingParams
+from vllm.inputs import TokensPrompt
+path, batches = sys.argv[1], json.loads(sys.argv[2])
+llm = LLM(model=path, dtype="float32", max_model_len=128, max_num_seqs=8,
+          max_num_batched_tokens=128, kv_cache_memory_bytes=64 << 20)
+for prompts in batches:
+    before = torch.tpu._get_cache_stats()
+    outs = llm.generate([TokensPrompt(prompt_token_ids=p) for p in prompts],
+                        SamplingParams(temperature=0, max_tokens=9, ignore_eos=True))
+    after = torch.tpu._get_cache_stats()
+    print("STEP " + json.dumps({k: after[k] - before[k] for k in
+                                ("compiles", "compiled_programs", "compiled_recompiles",
+                                 "compiled_bucketed", "compiled_specializations")}))
+"""
+
+
+def test_compiled_model_never_recompiles_after_warm_up(llama, tmp_path):
+    # token counts padded to buckets, every bucket compiled at start: batches
+    # of other sizes and lengths run the same compiled programs
+    batches = [PROMPTS, [[7] * 40, [9, 8, 7], [100 + i for i in range(61)]], [[3] * 2] * 6]
+    env = dict(os.environ, VLLM_CACHE_ROOT=str(tmp_path / "vllm_cache"),
+               VLLM_ENABLE_V1_MULTIPROCESSING="0")
+    r = subprocess.run([sys.executable, "-c", _VARY, llama, json.dumps(batches)],
+                       capture_output=True, text=True, env=env, timeout=900)
+    assert r.returncode == 0, (r.stdout + r.stderr)[-6000:]
+    assert "model warmed up for 5 token counts (8, 16, 32, 64, 128)" in r.stdout + r.stderr
+    steps = [json.loads(ln[5:]) for ln in r.stdout.splitlines() if ln.startswith("STEP ")]
+    assert len(steps) == 3
+    for s in steps:  # (the runner's own eager input preparation still compiles: "compiles")
+        assert all(v == 0 for k, v in s.items() if k.startswith("compiled_")), steps

@@ -15,9 +15,12 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import torch
+from vllm.config import get_current_vllm_config
 from vllm.v1.attention.backend import (AttentionBackend, AttentionImpl,
                                        AttentionMetadataBuilder, AttentionType, MultipleOf)
 from vllm.v1.kv_cache_interface import KVCacheLayout
+
+from torch_tpu.mode import execution_mode
 
 from .kernels import token_requests
 
@@ -106,6 +109,10 @@ class TpuAttentionImpl(AttentionImpl):
         self.logits_soft_cap = logits_soft_cap or 0.0
         self.kv_sharing_target_layer_name = kv_sharing_target_layer_name
         self.sinks = sinks
+        # Compiled serving runs each attention call as one fused graph
+        # (one program, cached by its shapes) between the compiled pieces;
+        # enforce_eager keeps op-by-op execution.
+        self.fused = not get_current_vllm_config().model_config.enforce_eager
 
     def forward(self, layer, query, key, value, kv_cache, attn_metadata, output=None,
                 output_scale=None, output_block_scale=None):
@@ -113,38 +120,71 @@ class TpuAttentionImpl(AttentionImpl):
             raise NotImplementedError("tpu attention: fused output quantization")
         if attn_metadata is None:  # profiling run: nothing to attend
             return output
+        if self.fused:
+            with execution_mode("fused"):
+                return self._forward(layer, query, key, value, kv_cache, attn_metadata, output)
+        return self._forward(layer, query, key, value, kv_cache, attn_metadata, output)
+
+    def _forward(self, layer, query, key, value, kv_cache, attn_metadata, output):
+        # Every shape below is the step's padded token count (the runner's
+        # bucket) or a power of two: a bounded set of programs, whatever the
+        # batch. The padding tokens' K/V go to slot 0 of block 0, vLLM's null
+        # block, which no request owns.
         m = attn_metadata
-        n, d = m.num_actual_tokens, self.head_size
+        n_pad = query.shape[0]
         if self.kv_sharing_target_layer_name is None and key is not None:
-            slots = m.slot_mapping[:n]
+            slots = _rows(m.slot_mapping, n_pad, 0)
+            real = torch.arange(n_pad, device=slots.device) < m.num_actual_tokens
+            slots = torch.where(real & (slots >= 0), slots, 0)
             bs = kv_cache.shape[2]
-            blk, off = slots // bs, slots % bs
-            # one write of K and V side by side: each write updates the
-            # whole cache's storage
-            kv_cache[blk, :, off] = torch.cat([key[:n], value[:n]], -1).to(kv_cache.dtype)
-        out = paged_attention(query[:n], kv_cache, m, self.scale, self.num_kv_heads,
+            # K and V side by side, one in-place write into the layer's cache
+            kv_cache[slots // bs, :, slots % bs] = torch.cat([key, value], -1).to(kv_cache.dtype)
+        out = paged_attention(query, kv_cache, m, self.scale, self.num_kv_heads,
                               self.sliding_window, self.logits_soft_cap, self.sinks)
-        output[:n] = out.reshape(output[:n].shape).to(output.dtype)
+        output[:n_pad] = out.reshape(output[:n_pad].shape).to(output.dtype)
         return output
+
+
+def _pow2(x):
+    return 1 << max(int(x) - 1, 0).bit_length()
+
+
+def _rows(t, rows, fill):
+    """The first |rows| rows of |t|. vLLM's metadata tensors are views of
+    persistent buffers padded past the batch (offsets repeated, lengths 0):
+    reading on into the buffer gives a shape that does not depend on the
+    batch. Elsewhere the rows are padded with |fill| ("last": t's last row)."""
+    if t.shape[0] >= rows:
+        return t[:rows]
+    end = t.storage_offset() + (rows - 1) * t.stride(0) + sum(
+        (k - 1) * st for k, st in zip(t.shape[1:], t.stride()[1:])) + 1
+    if end * t.element_size() <= t.untyped_storage().nbytes():
+        return t.as_strided((rows, *t.shape[1:]), t.stride(), t.storage_offset())
+    pad = t[-1:] if fill == "last" else torch.full_like(t[:1], fill)
+    return torch.cat([t, pad.expand(rows - t.shape[0], *t.shape[1:])])
 
 
 def paged_attention(query, kv_cache, m, scale, num_kv_heads, sliding_window=None,
                     soft_cap=0.0, sinks=None):
-    """Attention of |query| ([n, heads, d]: the step's tokens) over the paged
-    cache, per request of |m|; [n, heads, d]."""
+    """Attention of |query| ([n, heads, d]: the step's tokens, maybe followed
+    by padding rows) over the paged cache, per request of |m|; [n, heads,
+    d] (padding rows hold garbage). Requests and query rows per request are
+    padded to powers of two."""
     n, heads, d = query.shape
     dev = query.device
-    R, L = m.num_reqs, m.max_query_len
+    R = _pow2(m.num_reqs)
+    L = min(_pow2(m.max_query_len), n)
     bs = kv_cache.shape[2]
     # Blocks gathered per request: a power of two (slots past a request's
     # length are masked below), so that decoding steps reuse a few
     # executables as sequences grow.
     nblk = max((m.max_seq_len + bs - 1) // bs, 1)
-    nblk = min(1 << (nblk - 1).bit_length(), m.block_table.shape[1])
+    nblk = min(_pow2(nblk), m.block_table.shape[1])
     S = nblk * bs
     g = heads // num_kv_heads
-    qsl = m.query_start_loc[:R + 1].to(torch.int64)
-    seq = m.seq_lens[:R].to(torch.int64)
+    qsl = _rows(m.query_start_loc, R + 1, "last").to(torch.int64)
+    seq = _rows(m.seq_lens, R, 0).to(torch.int64)
+    table = _rows(m.block_table, R, 0)
     qlen = qsl[1:] - qsl[:-1]
     # queries per request: [R, L] rows of |query| (clamped past each request)
     j = torch.arange(L, device=dev)
@@ -152,7 +192,7 @@ def paged_attention(query, kv_cache, m, scale, num_kv_heads, sliding_window=None
     q = query[rows].float()  # [R, L, heads, d]
     q = q.view(R, L, num_kv_heads, g, d).permute(0, 2, 3, 1, 4)  # [R, kvh, g, L, d]
     # keys and values per request: [R, kvh, S, d]
-    kv = kv_cache[m.block_table[:R, :nblk].to(torch.int64)]  # [R, nblk, kvh, bs, 2d]
+    kv = kv_cache[table[:, :nblk].to(torch.int64)]  # [R, nblk, kvh, bs, 2d]
     kv = kv.permute(0, 2, 1, 3, 4).reshape(R, num_kv_heads, S, 2 * d).float()
     s = torch.arange(S, device=dev)
     in_seq = s[None] < seq[:, None]  # [R, S]
@@ -179,6 +219,7 @@ def paged_attention(query, kv_cache, m, scale, num_kv_heads, sliding_window=None
         probs = torch.softmax(scores, -1)
     out = torch.matmul(probs, v.unsqueeze(2))  # [R, kvh, g, L, d]
     out = out.permute(0, 3, 1, 2, 4).reshape(R, L, heads, d)
-    # back to the step's token order
-    req = token_requests(qsl, n)
-    return out[req, torch.arange(n, device=dev) - qsl[req]]
+    # back to the step's token order (padding rows read row 0 of the last request)
+    req = token_requests(qsl, n).clamp(max=R - 1)
+    row = (torch.arange(n, device=dev) - qsl[req]).clamp(0, L - 1)
+    return out[req, row]

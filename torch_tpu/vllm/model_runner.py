@@ -3,6 +3,7 @@ are torch.tpu's, for the whole process (the runner builds events at every
 step, not only while it is constructed), and each layer's KV cache is a
 storage of its own."""
 import contextlib
+import dataclasses
 import functools
 import math
 
@@ -105,10 +106,30 @@ def _per_layer_allocation():
         gpu_model_runner.allocate_kv_cache = _vllm_allocate_kv_cache
 
 
+def token_buckets(max_num_tokens):
+    """The padded token counts of a step: powers of two from 8, and the
+    step's maximum."""
+    sizes, b = [], 8
+    while b < max_num_tokens:
+        sizes.append(b)
+        b *= 2
+    return sizes + [max_num_tokens]
+
+
 class TpuModelRunner(GPUModelRunner):
     def __init__(self, vllm_config, device):
         alias_cuda_streams()
         super().__init__(vllm_config, device)
+
+    def _determine_batch_execution_and_padding(self, num_tokens, *args, **kwargs):
+        # A step's tokens padded to a bucket (as CUDA graphs pad theirs), so
+        # that the compiled model sees a bounded set of shapes.
+        mode, desc, ubatch, across_dp, stats = super()._determine_batch_execution_and_padding(
+            num_tokens, *args, **kwargs)
+        if across_dp is None and not ubatch:
+            padded = next(b for b in token_buckets(self.max_num_tokens) if b >= desc.num_tokens)
+            desc = dataclasses.replace(desc, num_tokens=padded)
+        return mode, desc, ubatch, across_dp, stats
 
     def initialize_kv_cache_tensors(self, kv_cache_config, kernel_block_sizes,
                                     kv_cache_allocation_context=None):

@@ -11,6 +11,7 @@ sequence is an error naming the figures, never an OOM kill.
 import contextlib
 import gc
 import os
+import time
 
 import torch
 from vllm.logger import init_logger
@@ -112,6 +113,18 @@ class TpuWorker(Worker):
         saved = gpu_worker.kernel_warmup
         gpu_worker.kernel_warmup = lambda worker: None
         try:
-            return super().compile_or_warm_up_model()
+            times = super().compile_or_warm_up_model()
         finally:
             gpu_worker.kernel_warmup = saved
+        if not self.model_config.enforce_eager:
+            # Every token bucket once, largest first: the compiled model's
+            # programs exist before the first request.
+            from .model_runner import token_buckets
+
+            sizes = token_buckets(self.model_runner.max_num_tokens)
+            t = time.perf_counter()
+            for size in reversed(sizes):
+                self.model_runner._dummy_run(size, skip_eplb=True, remove_lora=False)
+            logger.info("tpu: model warmed up for %d token counts (%s) in %.1f s", len(sizes),
+                        ", ".join(map(str, sizes)), time.perf_counter() - t)
+        return times
