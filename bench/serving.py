@@ -23,11 +23,15 @@ _VLLM = """
 import json, statistics, sys, time
 from vllm import LLM, SamplingParams
 from vllm.inputs import TokensPrompt
+from vllm.sampling_params import RequestOutputKind
 
 
 def latency(llm, prompts, in_flight, sp):
     # median time to first token and inter-token latency (s), |in_flight|
     # requests at a time, each batch submitted at once
+    # (every step's output: LLM.generate leaves its params at FINAL_ONLY)
+    sp = sp.clone()
+    sp.output_kind = RequestOutputKind.CUMULATIVE
     eng, ttft, itl = llm.llm_engine, [], []
     for i in range(0, len(prompts), in_flight):
         t0, seen, last = time.perf_counter(), {}, {}
