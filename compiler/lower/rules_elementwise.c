@@ -367,6 +367,31 @@ static tpr_status_t lower_bitwise_xor(lw_ctx_t* ctx) {
   return binary_exact(ctx, TPR_BINARY_XOR);
 }
 
+// bitwise_left_shift / bitwise_right_shift (and __lshift__ / __rshift__),
+// in the result dtype as PyTorch computes them: a shift by a negative amount
+// or by the width or more gives 0, or for a signed right shift the sign.
+// Stated explicitly rather than left to the plugin's shift semantics.
+static tpr_status_t shift(lw_ctx_t* ctx, bool left) {
+  tpr_dtype_t d = OUT->dtype;
+  if (!lw_is_int(d))
+    return lw_fail(ctx, TPR_UNIMPLEMENTED, "shifts need an integer dtype");
+  tpr_graph_t* g = G;
+  tpr_value_t a = lw_in(ctx, 0, d, OUT), b = lw_in(ctx, 1, d, OUT);
+  double width = 8.0 * (double)tpr_dtype_size(d);
+  bool is_signed = tpr_dtype_is_signed_int(d);
+  tpr_value_t ok = lw_cmpk(g, TPR_CMP_LT, b, width);
+  if (is_signed) ok = tpr_binary(g, TPR_BINARY_AND, ok, lw_cmpk(g, TPR_CMP_GE, b, 0));
+  if (left)
+    return lw_ret(ctx, lw_sel(g, ok, tpr_binary(g, TPR_BINARY_SHIFT_LEFT, a, b), lw_k(g, a, 0)));
+  if (!is_signed)
+    return lw_ret(ctx, lw_sel(g, ok, tpr_binary(g, TPR_BINARY_SHIFT_RIGHT_LOGICAL, a, b),
+                              lw_k(g, a, 0)));
+  b = lw_sel(g, ok, b, lw_k(g, b, width - 1));
+  return lw_ret(ctx, tpr_binary(g, TPR_BINARY_SHIFT_RIGHT_ARITHMETIC, a, b));
+}
+static tpr_status_t lower_shift_left(lw_ctx_t* ctx) { return shift(ctx, true); }
+static tpr_status_t lower_shift_right(lw_ctx_t* ctx) { return shift(ctx, false); }
+
 static tpr_status_t lower_atan2(lw_ctx_t* ctx) {
   if (is_complex_out(ctx)) return no_complex(ctx);
   tpr_dtype_t cd = lw_opmath(OUT->dtype);
@@ -670,6 +695,30 @@ LW_DEFINE_TABLE(elementwise,
     LW_RULE("bitwise_xor.Scalar_out", lower_bitwise_xor),
     LW_RULE("bitwise_xor.Scalar_Tensor", lower_bitwise_xor),
     LW_RULE("bitwise_xor.Scalar_Tensor_out", lower_bitwise_xor),
+    LW_RULE("bitwise_left_shift.Tensor", lower_shift_left),
+    LW_RULE("bitwise_left_shift.Tensor_out", lower_shift_left),
+    LW_RULE("bitwise_left_shift.Tensor_Scalar", lower_shift_left),
+    LW_RULE("bitwise_left_shift.Tensor_Scalar_out", lower_shift_left),
+    LW_RULE("bitwise_left_shift.Scalar_Tensor", lower_shift_left),
+    LW_RULE("bitwise_left_shift.Scalar_Tensor_out", lower_shift_left),
+    LW_RULE("bitwise_left_shift_.Tensor", lower_shift_left),
+    LW_RULE("bitwise_left_shift_.Tensor_Scalar", lower_shift_left),
+    LW_RULE("bitwise_right_shift.Tensor", lower_shift_right),
+    LW_RULE("bitwise_right_shift.Tensor_out", lower_shift_right),
+    LW_RULE("bitwise_right_shift.Tensor_Scalar", lower_shift_right),
+    LW_RULE("bitwise_right_shift.Tensor_Scalar_out", lower_shift_right),
+    LW_RULE("bitwise_right_shift.Scalar_Tensor", lower_shift_right),
+    LW_RULE("bitwise_right_shift.Scalar_Tensor_out", lower_shift_right),
+    LW_RULE("bitwise_right_shift_.Tensor", lower_shift_right),
+    LW_RULE("bitwise_right_shift_.Tensor_Scalar", lower_shift_right),
+    LW_RULE("__lshift__.Scalar", lower_shift_left),
+    LW_RULE("__lshift__.Tensor", lower_shift_left),
+    LW_RULE("__ilshift__.Scalar", lower_shift_left),
+    LW_RULE("__ilshift__.Tensor", lower_shift_left),
+    LW_RULE("__rshift__.Scalar", lower_shift_right),
+    LW_RULE("__rshift__.Tensor", lower_shift_right),
+    LW_RULE("__irshift__.Scalar", lower_shift_right),
+    LW_RULE("__irshift__.Tensor", lower_shift_right),
     FIO("logical_and", lower_logical_and), FIO("logical_or", lower_logical_or),
     FIO("logical_xor", lower_logical_xor),
     // comparisons

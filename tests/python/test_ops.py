@@ -70,6 +70,26 @@ def test_integer_floor_division_and_remainder():
     compare(torch.fmod, a, b)
 
 
+@pytest.mark.parametrize("dtype", [torch.int8, torch.uint8, torch.int16, torch.int32,
+                                   torch.int64])
+def test_bitwise_shifts_past_the_width(dtype):
+    # shifts by negative amounts and by the width or more: 0, or the sign
+    # for a signed right shift, as PyTorch's CPU kernels give
+    info = torch.iinfo(dtype)
+    g = torch.Generator().manual_seed(3)
+    a = torch.randint(info.min, info.max, (1031,), generator=g, dtype=torch.int64).to(dtype)
+    b = torch.randint(0 if dtype == torch.uint8 else -3, 2 * info.bits + 3, (1031,),
+                      generator=g, dtype=torch.int64).to(dtype)
+    at, bt = a.to("tpu"), b.to("tpu")
+    for f in (torch.bitwise_left_shift, torch.bitwise_right_shift):
+        assert torch.equal(f(at, bt).cpu(), f(a, b)), f
+    for k in (0, 3, info.bits - 1, info.bits, 100):
+        assert torch.equal((at << k).cpu(), a << k) and torch.equal((at >> k).cpu(), a >> k), k
+    x = at.clone()
+    x >>= bt
+    assert torch.equal(x.cpu(), a >> b)
+
+
 def test_type_promotion():
     compare(torch.add, rand(3, 4, dtype=torch.int32), rand(3, 4))  # -> float32
     compare(torch.mul, rand(3, 4, dtype=torch.bfloat16), rand(3, 4))  # -> float32
