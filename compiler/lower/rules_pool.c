@@ -252,6 +252,9 @@ static bool up_map(scratch_t* s, dimmap_t* dm, int mode, bool align,
   bool sel = mode == UP_NEAREST || mode == UP_NEAREST_EXACT;
   if (!dimmap_alloc(s, dm, in, out, sel)) return false;
   float sc = (float)up_scale(mode, align, given, in, out);
+  // (linear and cubic scales of float64 inputs: in double)
+  double wide_sc = align ? (out > 1 ? (double)(in - 1) / (double)(out - 1) : 0)
+                   : given > 0 ? 1.0 / given : (double)in / (double)out;
   for (int64_t o = 0; o < out; o++) {
     if (sel) {
       float src = mode == UP_NEAREST ? (float)o * sc : ((float)o + 0.5f) * sc;
@@ -262,22 +265,25 @@ static bool up_map(scratch_t* s, dimmap_t* dm, int mode, bool align,
     double* row = dm->m + o * in;
     if (mode == UP_LINEAR_AA || mode == UP_CUBIC_AA) {
       // f64 inputs compute the scale in double too.
-      double dsc = !wide ? sc
-                   : align ? (out > 1 ? (double)(in - 1) / (double)(out - 1) : 0)
-                   : given > 0 ? 1.0 / given : (double)in / (double)out;
+      double dsc = wide ? wide_sc : sc;
       aa_row(row, o, in, dsc, wide, mode == UP_CUBIC_AA);
     } else if (mode == UP_LINEAR) {
-      float src = align ? sc * (float)o : centered_source(sc, o);
+      // Source coordinates and weights in the input's opmath type, as
+      // PyTorch's kernels compute them: double for float64 inputs.
+      double src = wide ? (align ? wide_sc * (double)o : fma(wide_sc, (double)o + 0.5, -0.5))
+                        : (double)(align ? sc * (float)o : centered_source(sc, o));
       if (!align && src < 0) src = 0;
       int64_t i0 = (int64_t)src;
       int64_t i1 = i0 + (i0 < in - 1 ? 1 : 0);
-      float l1 = src - (float)i0, l0 = 1.0f - l1;
+      double l1 = wide ? src - (double)i0 : (double)((float)src - (float)i0);
+      double l0 = wide ? 1.0 - l1 : (double)(1.0f - (float)l1);
       row[i0] += l0;
       row[i1] += l1;
     } else {  // bicubic, A = -0.75, border indices clamped
-      float src = align ? sc * (float)o : centered_source(sc, o);
-      int64_t i = (int64_t)floorf(src);
-      double t = (double)(src - (float)i), a = -0.75;
+      double src = wide ? (align ? wide_sc * (double)o : fma(wide_sc, (double)o + 0.5, -0.5))
+                        : (double)(align ? sc * (float)o : centered_source(sc, o));
+      int64_t i = (int64_t)floor(src);
+      double t = wide ? src - (double)i : (double)((float)src - (float)i), a = -0.75;
       double w[4] = {cubic2(t + 1, a), cubic1(t, a), cubic1(1 - t, a),
                      cubic2(2 - t, a)};
       for (int k = 0; k < 4; k++) row[clampi(i - 1 + k, 0, in - 1)] += w[k];

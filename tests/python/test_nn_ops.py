@@ -133,3 +133,16 @@ def test_bad_arguments_raise():
         F.conv2d(x, torch.randn(3, 3, 3, 3, device="tpu"))  # 4 channels vs 3
     with pytest.raises(RuntimeError):
         F.pad(x, (5, 5), mode="reflect")  # padding >= size
+
+
+@pytest.mark.parametrize("mode,shape", [("linear", (2, 3, 37)), ("bilinear", (1, 2, 19, 23)),
+                                        ("bicubic", (1, 2, 19, 23))])
+@pytest.mark.parametrize("align", [False, True])
+def test_float64_interpolation_keeps_double_coordinates(mode, shape, align):
+    # PyTorch computes float64 inputs' source coordinates and weights in
+    # double; in float they were 1e-6 off
+    x = torch.randn(shape, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    for kw in (dict(scale_factor=1.37), dict(size=tuple(2 * s - 3 for s in shape[2:]))):
+        want = F.interpolate(x, mode=mode, align_corners=align, **kw)
+        got = F.interpolate(x.to("tpu"), mode=mode, align_corners=align, **kw).cpu()
+        torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
