@@ -67,26 +67,45 @@ RANDOM_OPS = {
 # Ops returning (values, indices) whose index among equal values PyTorch
 # leaves to the implementation (the CPU's comes from an unstable sort or a
 # quickselect): the values must match and each index must point at its
-# value. Each maps to the position of its dim argument (keepdim follows).
-TIED_INDEX_OPS = {"mode": 0, "kthvalue": 1}
+# value. Each maps to the positions of its dim and keepdim arguments (None:
+# the indices keep the dim). A stable sort's indices are exact.
+TIED_INDEX_OPS = {"mode": (0, 1), "kthvalue": (1, 2), "topk": (1, None), "sort": (0, None),
+                  "argsort": (0, None)}
 
 
 def _compare_tied_index(op_name, sample, got, want, dtype_name):
     import torch
-    why = _compare(got[0], want[0], dtype_name)
+    at, keep_at = TIED_INDEX_OPS[op_name]
+    dim = sample.args[at] if len(sample.args) > at else sample.kwargs.get("dim", -1)
+    x = sample.input
+    if op_name == "argsort":  # indices alone: compare the values they pick
+        if x.dim() == 0:
+            return _compare(got, want, dtype_name)
+        got = (x.gather(dim, got.cpu()), got)
+        want = (x.gather(dim, want), want)
+    why = _compare(got[0].cpu() if op_name == "argsort" else got[0], want[0], dtype_name,
+                   check_device=op_name != "argsort")
     if why:
         return why
-    x, idx = sample.input, got[1].cpu()
-    at = TIED_INDEX_OPS[op_name]
-    dim = sample.args[at] if len(sample.args) > at else sample.kwargs.get("dim", -1)
-    keep = sample.args[at + 1] if len(sample.args) > at + 1 else sample.kwargs.get("keepdim", False)
+    if op_name in ("sort", "argsort") and sample.kwargs.get("stable"):
+        return "indices of a stable sort differ"
+    idx = got[1].cpu()
+    keep = True if keep_at is None else (
+        sample.args[keep_at] if len(sample.args) > keep_at else sample.kwargs.get("keepdim", False))
     if x.dim() == 0:
         return None if int(idx) == 0 else f"index {int(idx)} of a 0-d tensor"
     i = idx if keep else idx.unsqueeze(dim)
     picked = x.gather(dim, i)
     picked = picked if keep else picked.squeeze(dim)
     ok = (picked == want[0]) | (picked.isnan() & want[0].isnan())
-    return None if bool(ok.all()) else f"an index points at another value than the {op_name}'s"
+    if not bool(ok.all()):
+        return f"an index points at another value than the {op_name}'s"
+    n = idx.shape[dim] if idx.dim() else 1
+    if keep_at is None and n > 1:  # sort / topk: each element picked once
+        si = idx.sort(dim).values
+        if not bool((si.narrow(dim, 1, n - 1) != si.narrow(dim, 0, n - 1)).all()):
+            return f"{op_name} picks an element twice"
+    return None
 
 
 # Ops whose vectors are defined up to sign (eigenvectors, singular vectors):
