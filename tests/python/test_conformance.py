@@ -80,6 +80,27 @@ def test_conformance_slice(tmp_path, plugin):
                if name in SLICE), results
 
 
+# The other dtypes, reference inputs capped at 4 samples: ops whose dtype
+# paths differ (double coordinates, integer shifts, ties among indices).
+DTYPE_SLICE = ["nn.functional.interpolate", "bitwise_left_shift", "bitwise_right_shift",
+               "kthvalue", "topk", "sort", "argsort", "matrix_exp", "add", "mul", "sum",
+               "cumsum", "matmul", "floor_divide", "remainder"]
+
+
+@pytest.mark.parametrize("plugin", CPU_PLUGINS)
+def test_conformance_slice_other_dtypes(tmp_path, plugin):
+    r, results = run_coverage(["--reference", "--samples", "4", "--plugin", plugin, "--ops",
+                               ",".join(DTYPE_SLICE), "--dtypes",
+                               "float64,float16,int32,int64,bool", "--no-backward"],
+                              tmp_path / "conformance.json", "op", timeout=1500)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"plugin: {plugin} " in r.stdout, r.stdout
+    assert len(results) >= len(DTYPE_SLICE), sorted(results)
+    bad = {(op, c): v for op, res in results.items() for c, v in res.items()
+           if v["status"] not in ("pass", "skip")}
+    assert not bad, bad
+
+
 def test_basis_alignment_takes_signs_not_vectors():
     # Eigen- and singular vectors are compared up to sign (and full_matrices'
     # completion up to a rotation of its span); other vectors still differ.
