@@ -36,7 +36,9 @@ def server(tmp_path_factory):
            "--max-num-batched-tokens", "256", "--kv-cache-memory-bytes", str(64 << 20),
            "--enforce-eager"]
     with open(log, "w") as out:
-        proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT)
+        # its own process group: the engine process it starts goes with it
+        proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True)
     deadline = time.time() + 600
     while True:
         try:
@@ -44,12 +46,21 @@ def server(tmp_path_factory):
             break
         except OSError:
             if proc.poll() is not None or time.time() > deadline:
-                proc.kill()
+                _kill_group(proc)
                 pytest.fail("vllm serve did not come up:\n" + log.read_text()[-5000:])
             time.sleep(1)
     yield path, port, proc, log
-    if proc.poll() is None:
-        proc.kill()
+    _kill_group(proc)  # (after a clean shutdown, nothing is left to kill)
+
+
+def _kill_group(proc):
+    """Kills the server and the engine process it started: killing the
+    server alone would leave the engine running, orphaned."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
 
 
 def _prompt(i):
