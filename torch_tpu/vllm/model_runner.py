@@ -6,6 +6,7 @@ import contextlib
 import dataclasses
 import functools
 import math
+import os
 
 import torch
 from vllm.logger import init_logger
@@ -120,6 +121,12 @@ class TpuModelRunner(GPUModelRunner):
     def __init__(self, vllm_config, device):
         alias_cuda_streams()
         super().__init__(vllm_config, device)
+        # The compile backend keeps a few programs per graph (one per shape,
+        # least recently used dropped): room for every token bucket, or the
+        # warm-up's would be evicted and compiled again.
+        n = len(token_buckets(self.max_num_tokens))
+        if int(os.environ.get("TORCH_TPU_COMPILE_MAX_SHAPES", "8")) < n:
+            os.environ["TORCH_TPU_COMPILE_MAX_SHAPES"] = str(n)
 
     def _determine_batch_execution_and_padding(self, num_tokens, *args, **kwargs):
         # A step's tokens padded to a bucket (as CUDA graphs pad theirs), so

@@ -117,13 +117,13 @@ class TpuWorker(Worker):
         finally:
             gpu_worker.kernel_warmup = saved
         if not self.model_config.enforce_eager:
-            # Every token bucket once, largest first: the compiled model's
-            # programs exist before the first request.
+            # Every token bucket once: the compiled model's programs exist
+            # before the first request.
             from .model_runner import token_buckets
 
             sizes = token_buckets(self.model_runner.max_num_tokens)
             t = time.perf_counter()
-            for size in reversed(sizes):
+            for size in sizes:
                 self.model_runner._dummy_run(size, skip_eplb=True, remove_lora=False)
             logger.info("tpu: model warmed up for %d token counts (%s) in %.1f s", len(sizes),
                         ", ".join(map(str, sizes)), time.perf_counter() - t)
