@@ -223,6 +223,8 @@ void tpr_pending_push(tpr_buffer_t* buffer, size_t bytes) {
 
 bool tpr_pending_can_donate(const tpr_buffer_t* b, int refs) {
   if (!b || tpr_buffer_is_donated(b)) return false;
+  int holders = tpr_buffer_holders(b);
+  if (holders <= refs) return holders == refs;  // (no scan: none of them is ours)
   int held = 0;  // this queue's references: it only awaits, which a donated
                  // buffer no longer needs
   pthread_mutex_lock(&pending_lock);
@@ -231,7 +233,7 @@ bool tpr_pending_can_donate(const tpr_buffer_t* b, int refs) {
     for (int k = 0; k < pending[i].num_fresh; k++) held += pending[i].fresh[k] == b;
   }
   pthread_mutex_unlock(&pending_lock);
-  return tpr_buffer_holders(b) - held == refs;
+  return holders - held == refs;
 }
 
 void tpr_pending_push_results(tpr_buffer_t* first, tpr_buffer_t** fresh, int num_fresh,

@@ -48,11 +48,16 @@ def _hf_greedy(path, prompts, n=12):
                        do_sample=False)[0, len(p):].tolist() for p in prompts]
 
 
-def _run(path, prompts, tmp_path, env=(), **kw):
+def _script(code, tmp_path, *args, env=()):
+    """|code| run with |args| in a process of its own, the engine in it."""
     env = dict(os.environ, VLLM_CACHE_ROOT=str(tmp_path / "vllm_cache"),
                VLLM_ENABLE_V1_MULTIPROCESSING="0", **dict(env))
-    return subprocess.run([sys.executable, "-c", _RUN, path, json.dumps(prompts),
-                           json.dumps(kw)], capture_output=True, text=True, env=env, timeout=900)
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
+                          env=env, timeout=900)
+
+
+def _run(path, prompts, tmp_path, env=(), **kw):
+    return _script(_RUN, tmp_path, path, json.dumps(prompts), json.dumps(kw), env=env)
 
 
 def _vllm(path, prompts, tmp_path, env=(), **kw):
@@ -199,10 +204,7 @@ def test_compiled_model_never_recompiles_after_warm_up(llama, tmp_path):
     # token counts padded to buckets, every bucket compiled at start: batches
     # of other sizes and lengths run the same compiled programs
     batches = [PROMPTS, [[7] * 40, [9, 8, 7], [100 + i for i in range(61)]], [[3] * 2] * 6]
-    env = dict(os.environ, VLLM_CACHE_ROOT=str(tmp_path / "vllm_cache"),
-               VLLM_ENABLE_V1_MULTIPROCESSING="0")
-    r = subprocess.run([sys.executable, "-c", _VARY, llama, json.dumps(batches)],
-                       capture_output=True, text=True, env=env, timeout=900)
+    r = _script(_VARY, tmp_path, llama, json.dumps(batches))
     assert r.returncode == 0, (r.stdout + r.stderr)[-6000:]
     # 9 buckets: more than the compile backend keeps per graph by default
     assert "model warmed up for 9 token counts (8, 16, 32, 64, 128, 256, 512, 1024, 2048)" \
@@ -239,10 +241,7 @@ for wave in range(40):  # 32 requests of 4, 8 or 16 tokens each
 def test_engine_memory_is_flat_over_1280_requests(llama, tmp_path):
     # the same 32-request batches again and again: after the first waves the
     # engine's memory (host and device) and its executables stay as they are
-    env = dict(os.environ, VLLM_CACHE_ROOT=str(tmp_path / "vllm_cache"),
-               VLLM_ENABLE_V1_MULTIPROCESSING="0")
-    r = subprocess.run([sys.executable, "-c", _SOAK, llama], capture_output=True, text=True,
-                       env=env, timeout=900)
+    r = _script(_SOAK, tmp_path, llama)
     assert r.returncode == 0, (r.stdout + r.stderr)[-6000:]
     waves = [json.loads(ln[5:]) for ln in r.stdout.splitlines() if ln.startswith("WAVE ")]
     assert len(waves) == 5

@@ -73,16 +73,15 @@ def allocate_kv_cache_per_layer(kv_cache_config, device, layout, kernel_block_si
         num_blocks = kv_cache_config.num_blocks_of(tensor)
         kbs = kernel_block_sizes[gid] if kernel_block_sizes and gid < len(kernel_block_sizes) \
             else None
-        shape = compute_layer_kv_cache_shape_bytes(spec, num_blocks, kbs)
-        nbytes = math.prod(shape)
-        plans.append((name, spec, num_blocks, kbs, nbytes, shape))
+        nbytes = math.prod(compute_layer_kv_cache_shape_bytes(spec, num_blocks, kbs))
+        plans.append((name, spec, num_blocks, kbs, nbytes))
         total += nbytes
     budget = next(iter({t.size for t in kv_cache_config.kv_cache_tensors}))
     if total > budget or any(p[4] % p[1].dtype.itemsize for p in plans):
         logger.info("tpu: KV cache layers share one allocation (overlaid cache groups)")
         return _vllm_allocate_kv_cache(kv_cache_config, device, layout, kernel_block_sizes)
     caches = {}
-    for name, spec, num_blocks, kbs, nbytes, shape in plans:
+    for name, spec, num_blocks, kbs, nbytes in plans:
         raw = torch.zeros(nbytes // spec.dtype.itemsize, dtype=spec.dtype, device=device)
         page = nbytes // num_blocks
         own = KVCacheTensor(size=nbytes, layers=[name], layer_stride=nbytes, block_stride=page)
@@ -124,7 +123,8 @@ class TpuModelRunner(GPUModelRunner):
         # The compile backend keeps a few programs per graph (one per shape,
         # least recently used dropped): room for every token bucket, or the
         # warm-up's would be evicted and compiled again.
-        n = len(token_buckets(self.max_num_tokens))
+        self.token_buckets = token_buckets(self.max_num_tokens)
+        n = len(self.token_buckets)
         if int(os.environ.get("TORCH_TPU_COMPILE_MAX_SHAPES", "8")) < n:
             os.environ["TORCH_TPU_COMPILE_MAX_SHAPES"] = str(n)
 
@@ -134,7 +134,7 @@ class TpuModelRunner(GPUModelRunner):
         mode, desc, ubatch, across_dp, stats = super()._determine_batch_execution_and_padding(
             num_tokens, *args, **kwargs)
         if across_dp is None and not ubatch:
-            padded = next(b for b in token_buckets(self.max_num_tokens) if b >= desc.num_tokens)
+            padded = next(b for b in self.token_buckets if b >= desc.num_tokens)
             desc = dataclasses.replace(desc, num_tokens=padded)
         return mode, desc, ubatch, across_dp, stats
 

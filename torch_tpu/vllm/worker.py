@@ -119,9 +119,7 @@ class TpuWorker(Worker):
         if not self.model_config.enforce_eager:
             # Every token bucket once: the compiled model's programs exist
             # before the first request.
-            from .model_runner import token_buckets
-
-            sizes = token_buckets(self.model_runner.max_num_tokens)
+            sizes = self.model_runner.token_buckets
             t = time.perf_counter()
             for size in sizes:
                 self.model_runner._dummy_run(size, skip_eplb=True, remove_lora=False)
